@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+# ShardLab on one CPU box: the web app plus a local demo worker of 2 gloo ranks.
+FROM python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /build
+RUN python -m venv /opt/venv
+ENV PATH="/opt/venv/bin:$PATH"
+# CPU torch from PyTorch's CPU index, first: PyPI's default Linux wheel depends on the
+# CUDA stack (gigabytes this image never uses).
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY demos ./demos
+# Dependencies only: the app runs from /app (its templates, static files and content sit
+# beside the code), so the installed copy of the package itself is removed again.
+RUN pip install . && pip uninstall --yes shardlab
+
+FROM python:3.11-slim-bookworm
+ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH="/opt/venv/bin:$PATH" \
+    SHARDLAB_DATA_DIR=/data
+RUN groupadd --system --gid 10001 shardlab \
+    && useradd --system --no-log-init --uid 10001 --gid 10001 --home-dir /app --no-create-home shardlab \
+    && mkdir -p /data && chown 10001:10001 /data
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY --chown=10001:10001 . .
+USER 10001:10001
+# The SQLite file (with its -wal and -shm) lives here: a local volume, never a network share.
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
+# One process: SQLite writes and the demo worker's lifecycle belong to one app. A bounded
+# graceful shutdown, so open demo streams cannot hold up `docker stop`.
+CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5"]

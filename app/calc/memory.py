@@ -1,0 +1,103 @@
+"""Model-states memory per GPU under ZeRO stages 0-3.
+
+Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+Models", SC'20 (arXiv:1910.02054), Section 5.1 and Figure 1. With Psi parameters,
+mixed-precision Adam keeps 2 bytes of fp16/bf16 weights, 2 bytes of gradients and
+K = 12 bytes of optimizer state (fp32 master weights, momentum and variance) per
+parameter. ZeRO shards these over the N_d ranks of the data-parallel group:
+
+    stage 0 (plain DDP)     (2 + 2 + K) * Psi
+    stage 1 (P_os)          2 * Psi + 2 * Psi + K * Psi / N_d
+    stage 2 (P_os+g)        2 * Psi + (2 + K) * Psi / N_d
+    stage 3 (P_os+g+p)      (2 + 2 + K) * Psi / N_d
+
+Model states only: activations, temporary buffers and fragmentation are separate terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+# The stages in the paper's own names, for labels.
+ZERO_STAGE_NAMES = {
+    0: "DDP (no sharding)",
+    1: "ZeRO-1 (P_os)",
+    2: "ZeRO-2 (P_os+g)",
+    3: "ZeRO-3 (P_os+g+p)",
+}
+
+
+@dataclass(frozen=True)
+class PrecisionRecipe:
+    """Bytes kept per parameter for each kind of model state."""
+
+    name: str
+    weight_bytes: float
+    grad_bytes: float
+    optimizer_bytes: float  # the paper's K: every optimizer-owned copy, fp32 master included
+
+
+MIXED_PRECISION_ADAM = PrecisionRecipe(
+    name="mixed-precision Adam (16-bit weights and gradients, fp32 master + m + v)",
+    weight_bytes=2,
+    grad_bytes=2,
+    optimizer_bytes=12,
+)
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Bytes of model states one GPU holds."""
+
+    zero_stage: int
+    params: float
+    dp_degree: int
+    recipe: PrecisionRecipe
+    weights_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.grads_bytes + self.optimizer_bytes
+
+
+def model_states_per_gpu(
+    params: float,
+    dp_degree: int,
+    zero_stage: int,
+    recipe: PrecisionRecipe = MIXED_PRECISION_ADAM,
+) -> ModelStates:
+    """Weights, gradients and optimizer states per GPU for one ZeRO stage.
+
+    `dp_degree` is the data-parallel degree N_d, which ZeRO shards over; with tensor or
+    pipeline parallelism it is smaller than the number of GPUs.
+    """
+    if not params > 0:
+        raise ValueError("params must be positive")
+    if dp_degree < 1:
+        raise ValueError("dp_degree must be at least 1")
+    if zero_stage not in ZERO_STAGES:
+        raise ValueError("zero_stage must be 0, 1, 2 or 3")
+    # Stage s shards the optimizer states from s >= 1, gradients from s >= 2, weights at 3.
+    optimizer_ways = dp_degree if zero_stage >= 1 else 1
+    grads_ways = dp_degree if zero_stage >= 2 else 1
+    weights_ways = dp_degree if zero_stage >= 3 else 1
+    return ModelStates(
+        zero_stage=zero_stage,
+        params=params,
+        dp_degree=dp_degree,
+        recipe=recipe,
+        weights_bytes=recipe.weight_bytes * params / weights_ways,
+        grads_bytes=recipe.grad_bytes * params / grads_ways,
+        optimizer_bytes=recipe.optimizer_bytes * params / optimizer_ways,
+    )
+
+
+def model_states_all_stages(
+    params: float, dp_degree: int, recipe: PrecisionRecipe = MIXED_PRECISION_ADAM
+) -> list[ModelStates]:
+    """The same model and data-parallel degree under every ZeRO stage, 0 to 3."""
+    return [model_states_per_gpu(params, dp_degree, stage, recipe) for stage in ZERO_STAGES]

@@ -1,0 +1,9 @@
+"""Unit constants. Calculators return raw bytes; these convert for display."""
+
+GB = 10**9  # decimal gigabyte, as the ZeRO paper and GPU spec sheets use
+GIB = 2**30
+MIB = 2**20
+
+
+def to_gb(n_bytes: float) -> float:
+    return n_bytes / GB

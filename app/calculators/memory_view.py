@@ -1,0 +1,98 @@
+"""The memory calculator's result as the page and the cards show it.
+
+Numbers come from app.calc.memory; this module only arranges them and writes the
+formula with the user's numbers substituted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.calc.memory import (
+    ZERO_STAGE_NAMES,
+    ModelStates,
+    model_states_all_stages,
+)
+from app.calculators.schemas import MemoryQuery, MemoryResult, StageMemory
+from app.formatting import gb, gb_value, latex_number
+
+
+@dataclass(frozen=True)
+class StageView:
+    states: ModelStates
+    name: str
+    symbolic_latex: str
+    substituted_latex: str
+    bar_percent: dict[str, float]  # share of the widest bar, per state
+
+    @property
+    def total_gb(self) -> str:
+        return gb(self.states.total_bytes)
+
+
+def _term(symbol: str, value: float, sharded: bool, params_latex: str) -> tuple[str, str]:
+    if sharded:
+        return (
+            rf"\frac{{{symbol}\Psi}}{{N_d}}",
+            rf"\frac{{{latex_number(value)} \times {params_latex}}}{{N_d}}",
+        )
+    return rf"{symbol}\Psi", rf"{latex_number(value)} \times {params_latex}"
+
+
+def stage_views(query: MemoryQuery) -> list[StageView]:
+    stages = model_states_all_stages(query.params, query.dp_degree)
+    widest = max(s.total_bytes for s in stages)
+    params_latex = latex_number(query.params)
+    views = []
+    for s in stages:
+        r = s.recipe
+        terms = [
+            _term(symbol, per_param, s.zero_stage >= threshold, params_latex)
+            for symbol, per_param, threshold in (
+                (latex_number(r.weight_bytes), r.weight_bytes, 3),
+                (latex_number(r.grad_bytes), r.grad_bytes, 2),
+                ("K", r.optimizer_bytes, 1),
+            )
+        ]
+        symbolic = " + ".join(t[0] for t in terms)
+        substituted = " + ".join(t[1] for t in terms).replace("N_d", str(query.dp_degree))
+        views.append(
+            StageView(
+                states=s,
+                name=ZERO_STAGE_NAMES[s.zero_stage],
+                symbolic_latex=rf"M_{{{s.zero_stage}}} = {symbolic}",
+                substituted_latex=rf"= {substituted} = {gb_value(s.total_bytes)}\,\text{{GB}}",
+                bar_percent={
+                    "weights": 100 * s.weights_bytes / widest,
+                    "grads": 100 * s.grads_bytes / widest,
+                    "optimizer": 100 * s.optimizer_bytes / widest,
+                },
+            )
+        )
+    return views
+
+
+def memory_result(query: MemoryQuery) -> MemoryResult:
+    stages = model_states_all_stages(query.params, query.dp_degree)
+    recipe = stages[0].recipe
+    return MemoryResult(
+        params=query.params,
+        dp_degree=query.dp_degree,
+        recipe=recipe.name,
+        bytes_per_param={
+            "weights": recipe.weight_bytes,
+            "grads": recipe.grad_bytes,
+            "optimizer": recipe.optimizer_bytes,
+        },
+        stages=[
+            StageMemory(
+                zero_stage=s.zero_stage,
+                name=ZERO_STAGE_NAMES[s.zero_stage],
+                weights_bytes=s.weights_bytes,
+                grads_bytes=s.grads_bytes,
+                optimizer_bytes=s.optimizer_bytes,
+                total_bytes=s.total_bytes,
+            )
+            for s in stages
+        ],
+    )

@@ -1,0 +1,81 @@
+"""All settings, read once from SHARDLAB_* environment variables (or a .env file)."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SHARDLAB_", env_file=".env", env_ignore_empty=True, extra="ignore"
+    )
+
+    data_dir: Path = Field(
+        default=Path("data"), description="Where the SQLite file and generated secrets live."
+    )
+    content_dir: Path = Field(
+        default=ROOT_DIR / "content", description="Cards (cards/*.md) and quiz items (quiz/)."
+    )
+    secret_key: str | None = Field(
+        default=None,
+        description="Signs session cookies. Unset: generated once and kept in data_dir.",
+    )
+    worker_address: str = Field(
+        default="127.0.0.1:29581", description="host:port where the demo worker's rank 0 listens."
+    )
+    worker_spawn: bool = Field(
+        default=True,
+        description="Start a local demo worker with the app. False: use one already running "
+        "at worker_address (for example under torchrun on a GPU box).",
+    )
+    worker_ranks: int = Field(default=2, ge=1, le=64, description="Ranks of the local worker.")
+    worker_backend: Literal["auto", "gloo", "nccl"] = Field(
+        default="auto", description="auto: NCCL when every rank has a GPU, else gloo."
+    )
+    worker_token: str | None = Field(
+        default=None,
+        description="Shared secret between app and worker. Unset: generated once in data_dir.",
+    )
+
+    @field_validator("worker_address")
+    @classmethod
+    def _host_and_port(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError("worker_address must look like host:port")
+        return value
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "shardlab.db"
+
+    @property
+    def database_url(self) -> str:
+        return f"sqlite:///{self.database_path}"
+
+    @cached_property
+    def session_secret(self) -> str:
+        return self.secret_key or _persistent_secret(self.data_dir / "secret_key")
+
+    @cached_property
+    def worker_secret(self) -> str:
+        return self.worker_token or _persistent_secret(self.data_dir / "worker_token")
+
+
+def _persistent_secret(path: Path) -> str:
+    """A random secret kept in a file, so sessions survive restarts without any set-up."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    path.write_text(value)
+    path.chmod(0o600)
+    return value

@@ -1,0 +1,42 @@
+"""How numbers are shown: the one place that turns raw units into text and LaTeX."""
+
+from __future__ import annotations
+
+import math
+
+from app.calc.units import GB
+
+
+def gb_value(n_bytes: float, digits: int = 2) -> str:
+    """Bytes as a decimal-gigabyte figure without the unit, e.g. '31.41'."""
+    return f"{n_bytes / GB:,.{digits}f}"
+
+
+def gb(n_bytes: float, digits: int = 2) -> str:
+    """Bytes as decimal gigabytes, e.g. '31.41 GB'."""
+    return f"{gb_value(n_bytes, digits)} GB"
+
+
+def bytes_human(n_bytes: float) -> str:
+    """Bytes in binary units, exact for the sizes demos use (e.g. '4 MiB', '6.25 KiB')."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n_bytes) >= size:
+            return f"{n_bytes / size:,.6g} {unit}"
+    return f"{n_bytes:,.0f} B"
+
+
+def count_short(value: float) -> str:
+    """A parameter count the way papers write it: 7.5 B, 175 B, 1.3 T, 350 M."""
+    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.4g} {suffix}"
+    return f"{value:.4g}"
+
+
+def latex_number(value: float, digits: int = 4) -> str:
+    """A number for KaTeX: 7.5e9 becomes 7.5 \\times 10^{9}; small ones stay plain."""
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.{digits}g}"
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = value / 10**exponent
+    return f"{mantissa:.{digits}g} \\times 10^{{{exponent}}}"

@@ -1,0 +1,128 @@
+"""create_app(): settings in, a ready FastAPI app out.
+
+Run with `uvicorn --factory app.main:create_app` (scripts/serve does).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+from starlette.middleware.sessions import SessionMiddleware
+
+from app.accounts.router import router as accounts_router
+from app.calculators.api import router as calculators_api
+from app.calculators.router import router as calculators_router
+from app.cards.router import router as cards_router
+from app.cards.service import CardLibrary
+from app.config import ROOT_DIR, Settings
+from app.db import make_engine, migrate
+from app.live.router import router as live_router
+from app.live.worker_client import WorkerClient, WorkerUnavailable
+from app.live.worker_process import LocalWorker
+from app.quiz.bank import QuestionBank
+from app.quiz.router import router as quiz_router
+from app.security import CrossOriginProtection, LoginRequired
+from app.templating import templates
+
+log = logging.getLogger("shardlab")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        migrate(settings.database_path)
+        app.state.engine = make_engine(settings.database_url)
+        worker = None
+        if settings.worker_spawn:
+            worker = LocalWorker(
+                ranks=settings.worker_ranks,
+                backend=settings.worker_backend,
+                address=settings.worker_address,
+                token=settings.worker_secret,
+                log_path=settings.data_dir / "worker.log",
+            )
+            # Not awaited: pages serve at once while the ranks start (a few seconds on CPU).
+            worker.start()
+            log.info(
+                "demo worker starting on %s (%d ranks)",
+                settings.worker_address,
+                settings.worker_ranks,
+            )
+        app.state.worker = worker
+        try:
+            yield
+        finally:
+            if worker is not None:
+                worker.stop()
+            app.state.engine.dispose()
+
+    app = FastAPI(
+        title="ShardLab",
+        summary="Cards, calculators, live torch.distributed demos and a quiz "
+        "on distributed LLM training.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
+    app.state.cards = CardLibrary.load(settings.content_dir / "cards")
+    app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")
+    app.state.worker_client = WorkerClient(settings.worker_address, settings.worker_secret)
+
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.session_secret,
+        session_cookie="shardlab_session",
+        same_site="lax",
+    )
+    app.add_middleware(CrossOriginProtection)
+    app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
+    for router in (
+        cards_router,
+        calculators_router,
+        calculators_api,
+        live_router,
+        accounts_router,
+        quiz_router,
+    ):
+        app.include_router(router)
+
+    @app.exception_handler(LoginRequired)
+    async def _login_first(request: Request, exc: LoginRequired) -> RedirectResponse:
+        return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def home(request: Request) -> HTMLResponse:
+        return templates.TemplateResponse(request, "index.html")
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz(request: Request) -> JSONResponse:
+        """The database and the demo worker, each 'ok' or what is wrong."""
+        report: dict[str, str] = {}
+        try:
+            with request.app.state.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            report["database"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
+            report["database"] = f"error: {exc}"
+        try:
+            status = await request.app.state.worker_client.status(timeout_s=2.0)
+            report["worker"] = f"ok: {status['world_size']} ranks ({status['backend']})"
+        except WorkerUnavailable as exc:
+            report["worker"] = f"unavailable: {exc}"
+        healthy = report["database"] == "ok"
+        return JSONResponse(
+            {"status": "ok" if healthy else "error", **report}, status_code=200 if healthy else 503
+        )
+
+    return app

@@ -1,0 +1,43 @@
+"""Calculators behind generated questions: inputs in, the answer and its worked solution out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from app.calc.memory import ZERO_STAGE_NAMES, model_states_per_gpu
+from app.calc.units import to_gb
+from app.calculators.memory_view import stage_views
+from app.calculators.schemas import MemoryQuery
+from app.formatting import count_short
+
+
+@dataclass(frozen=True)
+class Solution:
+    answer: float  # in the item's unit
+    prompt_fields: dict[str, str]  # how the inputs read inside the prompt
+    steps_latex: list[str]  # the formula, then the numbers substituted
+
+
+def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
+    params, dp_degree, stage = (
+        float(inputs["params"]),
+        int(inputs["dp_degree"]),
+        int(inputs["zero_stage"]),
+    )
+    states = model_states_per_gpu(params, dp_degree, stage)
+    view = stage_views(MemoryQuery(params=params, dp_degree=dp_degree))[stage]
+    return Solution(
+        answer=to_gb(states.total_bytes),
+        prompt_fields={
+            "params": f"{count_short(params)}-parameter",
+            "dp_degree": str(dp_degree),
+            "stage_name": ZERO_STAGE_NAMES[stage],
+        },
+        steps_latex=[view.symbolic_latex, view.substituted_latex],
+    )
+
+
+GENERATORS: dict[str, Callable[[Mapping[str, float]], Solution]] = {
+    "memory.model_states_per_gpu": memory_model_states_per_gpu,
+}

@@ -1,0 +1,73 @@
+"""All-reduce (sum) of one float32 buffer: the first collective a learner should see measured.
+
+Each iteration refills the buffer with this rank's values outside the window, all-reduces it
+inside one, then checks every element against the sum it must have on every rank.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from app.calc.comm import Collective, ring_factor
+from demos.probes import MeasuredStep, RankInfo
+from demos.specs import AllReduceParams
+
+WARMUP: dict[str, Any] = {"size_mib": 1 / 1024, "iterations": 1}
+PRELOAD: tuple[str, ...] = ()
+
+# Small integers stay exact in float32 however the ranks' partial sums are ordered.
+PATTERN_PERIOD = 8
+
+
+def rank_values(base: torch.Tensor, rank: int) -> torch.Tensor:
+    return base + (rank + 1)
+
+
+def expected_sum(base: torch.Tensor, world_size: int) -> torch.Tensor:
+    return base * world_size + world_size * (world_size + 1) // 2
+
+
+def run(rank: RankInfo, params: AllReduceParams) -> Iterator[dict[str, Any]]:
+    """This rank's side of the demo: one measured all-reduce per yielded row."""
+    pattern = torch.arange(PATTERN_PERIOD, dtype=torch.float32, device=rank.device)
+    base = pattern.repeat(params.elements // PATTERN_PERIOD + 1)[: params.elements]
+    mine = rank_values(base, rank.rank)
+    expected = expected_sum(base, rank.world_size)
+    buffer = torch.empty_like(mine)
+    for _ in range(params.iterations):
+        buffer.copy_(mine)
+        rank.sync()
+        # Start together, so a window times the all-reduce rather than a peer's lateness.
+        dist.barrier()
+        with MeasuredStep(rank.sync) as step:
+            dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
+        yield {**step.as_dict(rank.rank), "correct": bool(torch.equal(buffer, expected))}
+
+
+def summary(
+    params: AllReduceParams, world_size: int, measurements: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Totals for the `done` event; times follow nccl-tests (slowest rank, median iteration)."""
+    rows = [row for event in measurements for row in event["ranks"]]
+    step_times_s = [max(row["time_s"] for row in event["ranks"]) for event in measurements]
+    median_time_s = statistics.median(step_times_s)
+    algbw_gbps = params.payload_bytes / median_time_s / 1e9
+    return {
+        "iterations": len(measurements),
+        "world_size": world_size,
+        "payload_bytes": params.payload_bytes,
+        "logical_bytes_per_rank": statistics.fmean(row["logical_bytes"] for row in rows),
+        "wire_bytes_per_rank": [
+            statistics.fmean(row["wire_bytes"] for row in rows if row["rank"] == r)
+            for r in range(world_size)
+        ],
+        "median_time_s": median_time_s,
+        "algbw_gbps": algbw_gbps,
+        "busbw_gbps": algbw_gbps * float(ring_factor(Collective.ALL_REDUCE, world_size)),
+        "correct": all(event["correct"] for event in measurements),
+    }

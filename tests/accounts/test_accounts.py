@@ -1,0 +1,79 @@
+"""Register, log in, log out: argon2 hashes, a signed cookie holding only the user id."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.accounts.models import User
+from tests.utils import register
+
+
+def test_register_logs_in_and_stores_an_argon2_hash(client: TestClient) -> None:
+    register(client, "ada", "correct horse")
+    assert "ada" in client.get("/").text
+    with Session(client.app.state.engine) as session:
+        user = session.exec(select(User).where(User.username == "ada")).one()
+    assert user.password_hash.startswith("$argon2id$")
+    assert "correct horse" not in user.password_hash
+
+
+def test_session_cookie_holds_only_the_user_id(client: TestClient) -> None:
+    register(client)
+    cookie = client.cookies["shardlab_session"]
+    payload = json.loads(base64.b64decode(cookie.split(".")[0] + "=="))
+    assert payload == {"user_id": 1}
+
+
+def test_log_out_then_log_in_again(client: TestClient) -> None:
+    register(client, "ada", "correct horse")
+    client.post("/logout")
+    assert client.get("/quiz", follow_redirects=False).status_code == 303
+    wrong = client.post("/login", data={"username": "ada", "password": "wrong password"})
+    assert wrong.status_code == 422 and "Wrong username or password" in wrong.text
+    ok = client.post(
+        "/login", data={"username": "ada", "password": "correct horse"}, follow_redirects=False
+    )
+    assert ok.status_code == 303
+
+
+def test_register_errors_are_shown_inline(client: TestClient) -> None:
+    short = client.post("/register", data={"username": "ab", "password": "short"})
+    assert short.status_code == 422
+    assert "Username: " in short.text and "Password: " in short.text
+    register(client, "ada")
+    client.post("/logout")
+    taken = client.post("/register", data={"username": "ada", "password": "another password"})
+    assert taken.status_code == 422 and "already taken" in taken.text
+
+
+def test_missing_fields_get_the_form_not_a_500(client: TestClient) -> None:
+    response = client.post("/register", data={})
+    assert response.status_code == 422 and "is required" in response.text
+
+
+def test_next_only_goes_to_this_site(client: TestClient) -> None:
+    response = client.post(
+        "/register",
+        data={"username": "eve", "password": "password1", "next": "https://evil.example/"},
+        follow_redirects=False,
+    )
+    assert response.headers["location"] == "/quiz"
+
+
+def test_cross_site_form_posts_are_refused(client: TestClient) -> None:
+    response = client.post(
+        "/register",
+        data={"username": "mallory", "password": "password1"},
+        headers={"Sec-Fetch-Site": "cross-site"},
+    )
+    assert response.status_code == 403
+    response = client.post(
+        "/login",
+        data={"username": "x", "password": "y"},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert response.status_code == 403

@@ -1,0 +1,84 @@
+"""Model-states memory under ZeRO against the paper's Figure 1, hand derivations and invariants."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.calc.memory import (
+    MIXED_PRECISION_ADAM,
+    ZERO_STAGES,
+    model_states_all_stages,
+    model_states_per_gpu,
+)
+from app.calc.units import GB
+
+
+@pytest.mark.parametrize(
+    ("stage", "published_gb"),
+    # ZeRO (arXiv:1910.02054) Figure 1: Psi = 7.5B, N_d = 64, K = 12. The paper rounds to
+    # one decimal place, so the check is to that precision.
+    [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)],
+)
+def test_zero_paper_figure_1(stage: int, published_gb: float) -> None:
+    states = model_states_per_gpu(7.5e9, 64, stage)
+    assert round(states.total_bytes / GB, 1) == published_gb
+
+
+def test_figure_1_terms_by_hand() -> None:
+    # Stage 2: 2 * 7.5e9 bytes of weights, (2 + 12) * 7.5e9 / 64 of gradients and optimizer.
+    s = model_states_per_gpu(7.5e9, 64, 2)
+    assert s.weights_bytes == 15e9
+    assert s.grads_bytes == 2 * 7.5e9 / 64
+    assert s.optimizer_bytes == 12 * 7.5e9 / 64
+    assert s.total_bytes == pytest.approx(16.640625e9, rel=1e-15)
+
+
+def test_sixteen_bytes_per_parameter_without_sharding() -> None:
+    recipe = MIXED_PRECISION_ADAM
+    assert recipe.weight_bytes + recipe.grad_bytes + recipe.optimizer_bytes == 16
+    assert model_states_per_gpu(1e9, 8, 0).total_bytes == 16e9
+
+
+@pytest.mark.parametrize(
+    ("params", "dp_degree", "stage", "message"),
+    [
+        (0, 8, 0, "params"),
+        (-1, 8, 1, "params"),
+        (1e9, 0, 1, "dp_degree"),
+        (1e9, 8, 4, "zero_stage"),
+    ],
+)
+def test_rejects_impossible_inputs(params: float, dp_degree: int, stage: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        model_states_per_gpu(params, dp_degree, stage)
+
+
+params_st = st.floats(min_value=1e3, max_value=1e14, allow_nan=False)
+dp_st = st.integers(min_value=1, max_value=2**20)
+
+
+@given(params_st, dp_st)
+def test_each_stage_never_needs_more_than_the_one_before(params: float, dp: int) -> None:
+    totals = [s.total_bytes for s in model_states_all_stages(params, dp)]
+    pairs = zip(totals, totals[1:], strict=False)
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in pairs)
+
+
+@given(params_st, dp_st)
+def test_stage_3_is_the_unsharded_total_divided_by_dp(params: float, dp: int) -> None:
+    baseline, *_, stage3 = model_states_all_stages(params, dp)
+    assert stage3.total_bytes == pytest.approx(baseline.total_bytes / dp, rel=1e-12)
+
+
+@given(params_st, st.sampled_from(ZERO_STAGES))
+def test_one_rank_shards_nothing(params: float, stage: int) -> None:
+    assert model_states_per_gpu(params, 1, stage).total_bytes == pytest.approx(16 * params)
+
+
+@given(params_st, dp_st, st.sampled_from(ZERO_STAGES))
+def test_all_ranks_together_hold_at_least_one_full_copy(params: float, dp: int, stage: int) -> None:
+    # Sharding removes duplicates; it never loses a byte of state.
+    s = model_states_per_gpu(params, dp, stage)
+    assert s.total_bytes * dp >= 16 * params * (1 - 1e-12)

@@ -1,0 +1,105 @@
+"""Cards: every file meets the contract, examples are computed, pages render."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.calc.memory import model_states_all_stages
+from app.cards.service import CardError, CardLibrary, render_card
+from app.config import ROOT_DIR
+from app.formatting import gb
+
+CARDS_DIR = ROOT_DIR / "content" / "cards"
+
+GOOD = """---
+id: sample
+title: A sample card
+calculators: [memory]
+---
+Inline $a^2$ and display $$b$$ math, and a price of $5 and $10.
+
+```example memory
+params: 7.5e9
+dp_degree: 64
+```
+"""
+
+
+def test_every_card_in_content_loads() -> None:
+    library = CardLibrary.load(CARDS_DIR)
+    assert "zero-stages" in library
+    for card in library.all():
+        assert card.meta.title and card.html
+
+
+def test_math_is_marked_for_katex_and_dollar_prices_are_left_alone() -> None:
+    card = render_card(GOOD)
+    assert '<span class="math inline">a^2</span>' in card.html
+    assert "$5 and $10" in card.html
+
+
+def test_worked_example_numbers_come_from_the_calculator() -> None:
+    html = render_card(GOOD).html
+    for states in model_states_all_stages(7.5e9, 64):
+        assert gb(states.total_bytes) in html
+
+
+def test_zero_card_shows_figure_1_computed_not_typed() -> None:
+    source = (CARDS_DIR / "zero-stages.md").read_text()
+    # The figures the calculator computes must not be typed into the card's prose...
+    for typed in ("120 GB", "31.4 GB", "16.6 GB", "1.9 GB", "1.88 GB", "31.41", "16.64"):
+        assert typed not in source
+    # ...and yet the rendered card shows them, from app/calc.
+    html = render_card(source).html
+    for total in ("120.00 GB", "31.41 GB", "16.64 GB", "1.88 GB"):
+        assert total in html
+
+
+def test_raw_html_in_a_card_is_escaped() -> None:
+    card = render_card("---\nid: x\ntitle: XSS try\n---\n<script>alert(1)</script>\n")
+    assert "<script>" not in card.html
+    assert "&lt;script&gt;" in card.html
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("no front matter here\n", "front matter"),
+        ("---\nid: Bad Id\ntitle: T\n---\n", "bad front matter"),
+        ("---\nid: x\ntitle: T\nunknown: 1\n---\n", "bad front matter"),
+        ("---\nid: x\ntitle: Title\n---\n```example nope\na: 1\n```\n", "unknown example"),
+        (
+            "---\nid: x\ntitle: Title\n---\n```example memory\nparams: -1\ndp_degree: 8\n```\n",
+            "params",
+        ),
+    ],
+)
+def test_a_broken_card_is_refused_with_the_reason(source: str, message: str) -> None:
+    with pytest.raises(CardError, match=message):
+        render_card(source, "broken.md")
+
+
+def test_card_page_renders_with_links_and_a_diagram(client: TestClient) -> None:
+    page = client.get("/cards/zero-stages")
+    assert page.status_code == 200
+    assert 'href="/calculators/memory"' in page.text
+    assert 'href="/demos/all-reduce"' in page.text
+    assert '<pre class="mermaid">' in page.text
+    assert re.search(r'<script src="/static/vendor/mermaid-[\d.]+/mermaid.min.js"', page.text)
+
+
+def test_mermaid_is_loaded_only_where_there_is_a_diagram(client: TestClient) -> None:
+    assert "mermaid.min.js" not in client.get("/cards").text
+    assert "mermaid.min.js" not in client.get("/calculators/memory").text
+
+
+def test_unknown_card_is_a_404(client: TestClient) -> None:
+    assert client.get("/cards/no-such-card").status_code == 404
+
+
+def test_card_list_links_every_card(client: TestClient) -> None:
+    page = client.get("/cards")
+    assert 'href="/cards/zero-stages"' in page.text

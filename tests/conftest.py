@@ -1,0 +1,30 @@
+"""Shared fixtures: settings on a temporary data dir, and an app client with real SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from tests.utils import make_settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "data")
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Playwright's sync API leaves an event loop running in the main thread once a browser
+    # test has run, and asyncio.run() refuses to start under it: browser tests go last.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

@@ -1,0 +1,157 @@
+"""The probes on a real 2-rank gloo group, spawned here: what they count must be exact."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.utils import free_port
+
+WORLD_SIZE = 2
+ELEMENTS = 1024  # 4096 B of float32 per rank
+BIG_ELEMENTS = 2**20  # 4 MiB
+
+
+def _probe_rank(rank: int, port: int, out_dir: str) -> None:
+    """One rank: issues known collectives under the probes and writes what they recorded."""
+    from dataclasses import asdict
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+
+    from demos.probes import CollectiveCounter, MeasuredStep
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(seconds=30))
+    x = torch.full((ELEMENTS,), float(rank + 1))
+    counter = CollectiveCounter()
+    with counter:
+        with counter.phase("reduce_scatter"):
+            dist.reduce_scatter_single(torch.empty(ELEMENTS // WORLD_SIZE), x)
+        with counter.phase("all_gather"):
+            dist.all_gather_single(torch.empty(ELEMENTS * WORLD_SIZE), x)
+        with counter.phase("broadcast"):
+            dist.broadcast(x, src=0)
+        with counter.phase("functional"):
+            funcol.all_gather_single(x, 0, dist.group.WORLD).wait()
+            funcol.reduce_scatter_single(x, "sum", 0, dist.group.WORLD).wait()
+        with counter.phase("p2p"):
+            if rank == 0:
+                dist.send(x, dst=1)
+            else:
+                dist.recv(x, src=0)
+    big = torch.ones(BIG_ELEMENTS)
+    dist.barrier()
+    with MeasuredStep() as step:
+        dist.all_reduce(big)
+    result: dict[str, Any] = {
+        "calls": [asdict(call) for call in counter.calls],
+        "by_kind": {phase: counter.by_kind(phase) for phase in ("functional", "p2p")},
+        "step": step.as_dict(rank),
+        "all_reduce_value": big[0].item(),
+    }
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    dist.barrier()  # rank 0 hosts the store: it must not leave while rank 1 still uses it
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    out_dir = tmp_path_factory.mktemp("probes")
+    context = multiprocessing.get_context("spawn")
+    port = free_port()
+    ranks = [
+        context.Process(target=_probe_rank, args=(r, port, str(out_dir))) for r in range(WORLD_SIZE)
+    ]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(90)
+        if process.is_alive():
+            process.kill()
+    assert [process.exitcode for process in ranks] == [0, 0]
+    return [json.loads((out_dir / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+
+
+def _calls(result: dict[str, Any], phase: str) -> list[tuple[str, int, float | None]]:
+    return [
+        (c["kind"], c["payload_bytes"], c["logical_bytes"])
+        for c in result["calls"]
+        if c["phase"] == phase
+    ]
+
+
+@pytest.mark.demo
+def test_reduce_scatter_payload_is_the_full_input(probed: list[dict[str, Any]]) -> None:
+    for result in probed:
+        assert _calls(result, "reduce_scatter") == [("reduce_scatter", 4096, 2048.0)]
+
+
+@pytest.mark.demo
+def test_all_gather_payload_is_the_full_output(probed: list[dict[str, Any]]) -> None:
+    for result in probed:
+        assert _calls(result, "all_gather") == [("all_gather", 8192, 4096.0)]
+
+
+@pytest.mark.demo
+def test_broadcast_is_counted_with_its_payload(probed: list[dict[str, Any]]) -> None:
+    for result in probed:
+        assert _calls(result, "broadcast") == [("broadcast", 4096, 4096.0)]
+
+
+@pytest.mark.demo
+def test_functional_collectives_follow_the_same_conventions(probed: list[dict]) -> None:
+    for result in probed:
+        assert result["by_kind"]["functional"] == [
+            {"kind": "all_gather", "count": 1, "payload_bytes": 8192, "logical_bytes": 4096.0},
+            {"kind": "reduce_scatter", "count": 1, "payload_bytes": 4096, "logical_bytes": 2048.0},
+        ]
+
+
+@pytest.mark.demo
+def test_send_and_recv_are_counted_on_their_own_side(probed: list[dict[str, Any]]) -> None:
+    assert _calls(probed[0], "p2p") == [("send", 4096, 4096.0)]
+    assert _calls(probed[1], "p2p") == [("recv", 4096, 0.0)]
+
+
+@pytest.mark.demo
+def test_wire_bytes_of_a_4_mib_all_reduce_are_4_mib_at_two_ranks(probed: list[dict]) -> None:
+    for rank, result in enumerate(probed):
+        step = result["step"]
+        assert step["rank"] == rank
+        assert step["collectives"] == [
+            {
+                "kind": "all_reduce",
+                "count": 1,
+                "payload_bytes": 4 * 2**20,
+                "logical_bytes": 4.0 * 2**20,
+            }
+        ]
+        assert abs(step["wire_bytes"] - 4 * 2**20) <= 0.01 * 4 * 2**20
+        assert step["time_s"] > 0
+        assert result["all_reduce_value"] == 2.0
+
+
+def test_wire_meter_counts_bytes_written_to_a_file(tmp_path: Path) -> None:
+    from demos.probes import WireMeter
+
+    with WireMeter() as meter, (tmp_path / "blob").open("wb", buffering=0) as blob:
+        blob.write(b"x" * 100_000)
+    assert meter.bytes_ == 100_000
+
+
+def test_logical_bytes_use_the_ring_formulas() -> None:
+    from demos.probes import logical_bytes
+
+    assert logical_bytes("all_reduce", 1000, 4) == 1500.0
+    assert logical_bytes("all_to_all", 1000, 4) == 750.0
+    assert logical_bytes("barrier", 0, 4) == 0.0
+    assert logical_bytes("gather", 1000, 4) is None

@@ -1,0 +1,81 @@
+"""Each page's main flow in a real Chromium."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.calc.memory import model_states_per_gpu
+from app.formatting import gb
+
+pytestmark = pytest.mark.browser
+
+
+def test_card_shows_rendered_math_and_diagram(page: Page) -> None:
+    page.goto("/cards/zero-stages")
+    expect(page.locator("h1")).to_contain_text("ZeRO")
+    expect(page.locator("#card .katex").first).to_be_visible()
+    expect(page.locator("#card .katex-error")).to_have_count(0)
+    expect(page.locator("#card pre.mermaid svg")).to_be_visible(timeout=10_000)
+    expect(page.locator("#card .worked-example").first).to_contain_text("31.41 GB")
+
+
+def test_calculator_updates_as_you_type(page: Page) -> None:
+    page.goto("/calculators/memory")
+    expect(page.locator("#result tr[data-stage='3'] .total")).to_have_text("1.88 GB")
+    expect(page.locator("#result .katex").first).to_be_visible()
+    page.fill("input[name=dp_degree]", "8")
+    expected = gb(model_states_per_gpu(7.5e9, 8, 3).total_bytes)
+    expect(page.locator("#result tr[data-stage='3'] .total")).to_have_text(expected)
+    expect(page).to_have_url(re.compile(r"dp_degree=8"))
+    # Formulas arrive with the swap and are rendered by KaTeX there too.
+    expect(page.locator("#result .katex").first).to_be_visible()
+    page.fill("input[name=dp_degree]", "0")
+    expect(page.locator("#result .errors")).to_contain_text("must be at least 1")
+
+
+def test_demo_streams_rows_beside_the_prediction(page: Page) -> None:
+    page.goto("/demos/all-reduce")
+    page.fill("input[name=size_mib]", "1")
+    page.fill("input[name=iterations]", "3")
+    page.click("#run-demo")
+    expect(page.locator(".prediction .katex").first).to_be_visible(timeout=20_000)
+    rows = page.locator("#rows tr[data-rank]")
+    expect(rows).to_have_count(6, timeout=30_000)  # 3 iterations x 2 ranks
+    expect(page.locator("#rows tr.summary")).to_contain_text("= prediction")
+    expect(page.locator("#demo-status")).to_have_text("Finished.")
+    expect(page.locator("#demo-chart canvas").first).to_be_visible()
+    first = rows.first
+    expect(first.locator(".logical")).to_have_text("1,048,576")
+
+
+def test_demo_bad_input_gets_an_inline_message(page: Page) -> None:
+    page.goto("/demos/all-reduce")
+    page.fill("input[name=size_mib]", "1000")
+    page.evaluate("document.querySelector('#all-reduce-form').noValidate = true")
+    page.click("#run-demo")
+    expect(page.locator("#demo-output .errors")).to_contain_text("must be at most 64")
+
+
+def test_register_and_answer_the_generated_question(page: Page) -> None:
+    page.goto("/quiz")
+    expect(page).to_have_url(re.compile(r"/login\?next=/quiz"))
+    page.click("text=Create an account")
+    page.fill("input[name=username]", f"learner-{uuid.uuid4().hex[:8]}")
+    page.fill("input[name=password]", "a long password")
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(r"/quiz$"))
+    prompt = page.locator(".prompt").inner_text()
+    assert "GB" in prompt
+    page.fill("input[name=answer]", "12345")
+    page.click("text=Check")
+    expect(page.locator("#quiz-result .verdict")).to_be_visible()
+    expect(page.locator("#quiz-result .katex").first).to_be_visible()
+    expected = page.locator("#quiz-result .expected").inner_text().split()[0]
+    page.goto("/quiz")
+    page.goto("/progress")
+    expect(page.locator("#attempts tbody tr")).to_have_count(1)
+    expect(page.locator("#attempts")).to_contain_text(expected)
