@@ -48,6 +48,12 @@ async def all_reduce_run(request: Request) -> HTMLResponse:
         return templates.TemplateResponse(
             request, "demos/_run_errors.html", {"errors": errors}, status_code=422
         )
+    worker = request.app.state.worker
+    if worker is not None and not worker.running:
+        # The local worker exits when a job breaks its process group; start a fresh one
+        # (the status call below waits for it to come up).
+        log.warning("local demo worker is not running; starting it again")
+        worker.start()
     try:
         status = await _client(request).status()
     except WorkerUnavailable as exc:

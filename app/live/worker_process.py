@@ -61,6 +61,8 @@ class LocalWorker:
         """Start the launcher and return at once; the ranks need a few seconds (wait_ready)."""
         if self.running:
             return
+        if self._log is not None:  # a previous launcher that has exited
+            self._log.close()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         command = [sys.executable, "-m", "demos.worker", "--ranks", str(self.ranks)]

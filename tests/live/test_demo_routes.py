@@ -1,0 +1,104 @@
+"""The demo routes of the app, against the real worker the app starts itself."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.calc.comm import Collective, ring_bytes_per_rank
+from app.main import create_app
+from tests.utils import free_port, make_settings
+
+pytestmark = pytest.mark.demo
+
+
+@pytest.fixture(scope="module")
+def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    settings = make_settings(
+        Path(tmp_path_factory.mktemp("app")) / "data",
+        worker_spawn=True,
+        worker_address=f"127.0.0.1:{free_port()}",
+    )
+    with TestClient(create_app(settings)) as client:
+        assert client.app.state.worker.wait_ready(60)
+        yield client
+
+
+def _sse_events(text: str) -> list[tuple[str, str]]:
+    """(event name, data) pairs; unnamed events are called 'message', as browsers do."""
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = block.split("\n")
+        name = next((ln[7:] for ln in lines if ln.startswith("event: ")), "message")
+        data = "\n".join(ln[6:] for ln in lines if ln.startswith("data: "))
+        events.append((name, data))
+    return events
+
+
+def test_stream_relays_rows_and_chart_points_and_ends_with_done(app_client: TestClient) -> None:
+    response = app_client.get("/demos/all-reduce/stream", params={"size_mib": 1, "iterations": 2})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    assert [name for name, _ in events].count("measurement") == 2
+    rows = "".join(data for name, data in events if name == "message")
+    predicted = ring_bytes_per_rank(Collective.ALL_REDUCE, 2**20, 2)
+    assert len(re.findall(r'<td class="num logical">1,048,576</td>', rows)) == 4
+    assert predicted == 2**20
+    assert "= prediction" in rows and "Finished." in rows
+
+
+def test_run_panel_shows_the_prediction(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/all-reduce/run", params={"size_mib": 2, "iterations": 3})
+    assert panel.status_code == 200
+    assert "N = 2 ranks (gloo)" in panel.text
+    assert 'hx-get="/demos/all-reduce/stream?size_mib=2.0&amp;iterations=3"' in panel.text
+    assert 'hx-sse:close="done"' in panel.text
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"size_mib": "0", "iterations": "3"}, "Buffer size (MiB): must be greater than 0"),
+        ({"size_mib": "65", "iterations": "3"}, "Buffer size (MiB): must be at most 64"),
+        ({"size_mib": "x", "iterations": "3"}, "Buffer size (MiB): must be a number"),
+        ({"size_mib": "1", "iterations": "21"}, "Iterations: must be at most 20"),
+    ],
+)
+def test_run_refuses_out_of_bounds_parameters(
+    app_client: TestClient, params: dict, message: str
+) -> None:
+    panel = app_client.get("/demos/all-reduce/run", params=params)
+    assert panel.status_code == 422 and message in panel.text
+
+
+def test_stream_refuses_out_of_bounds_parameters(app_client: TestClient) -> None:
+    response = app_client.get("/demos/all-reduce/stream", params={"size_mib": 1000})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", "size_mib"]
+
+
+def test_a_dead_worker_is_started_again_on_the_next_run(app_client: TestClient) -> None:
+    worker = app_client.app.state.worker
+    os.killpg(worker.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until rank 0's socket is really gone
+        try:
+            socket.create_connection((worker.host, worker.port), timeout=0.5).close()
+        except OSError:
+            break
+        time.sleep(0.05)
+    assert not worker.running
+    panel = app_client.get("/demos/all-reduce/run", params={"size_mib": 1, "iterations": 1})
+    assert panel.status_code == 200, panel.text
+    assert worker.running
+    assert app_client.get("/healthz").json()["worker"].startswith("ok")
