@@ -40,3 +40,11 @@ def latex_number(value: float, digits: int = 4) -> str:
     exponent = math.floor(math.log10(abs(value)))
     mantissa = value / 10**exponent
     return f"{mantissa:.{digits}g} \\times 10^{{{exponent}}}"
+
+
+MEMORY_UNITS = {"GB": 10**9, "GiB": 2**30}
+
+
+def memory(n_bytes: float, unit: str = "GB", digits: int = 2) -> str:
+    """Bytes in the unit the page shows: decimal GB (10^9) or binary GiB (2^30)."""
+    return f"{n_bytes / MEMORY_UNITS[unit]:,.{digits}f} {unit}"

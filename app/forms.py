@@ -28,6 +28,10 @@ def friendly_errors(exc: ValidationError, labels: Mapping[str, str]) -> list[str
             text = "must be a whole number" if kind.startswith("int") else "must be a number"
         elif kind == "missing":
             text = "is required"
+        elif kind == "value_error" and not error["loc"]:
+            # A rule across fields (a model validator): its own words are the message.
+            messages.append(str(ctx.get("error", error["msg"])))
+            continue
         else:
             text = error["msg"][0].lower() + error["msg"][1:]
         messages.append(f"{label}: {text}")

@@ -19,6 +19,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from app.accounts.router import router as accounts_router
 from app.calculators.api import router as calculators_api
 from app.calculators.router import router as calculators_router
+from app.calculators.training_router import router as training_router
 from app.cards.router import router as cards_router
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR, Settings
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         cards_router,
         calculators_router,
+        training_router,
         calculators_api,
         live_router,
         accounts_router,

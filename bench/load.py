@@ -1,4 +1,4 @@
-"""Requests per second and p50/p99 latency for a card page and the calculator API.
+"""Requests per second and p50/p99 latency for a card page and the calculators (API and page).
 
 Starts the real app (uvicorn, one process, a temporary SQLite file, no demo worker) on a
 free loopback port, then sends concurrent requests for a fixed time to each URL and prints
@@ -27,6 +27,8 @@ TARGETS = {
     "card page": "/cards/zero-stages",
     "calculator API": "/api/calc/memory?params=7.5e9&dp_degree=64",
     "calculator fragment": "/calculators/memory/result?params_b=70&dp_degree=8",
+    "training-memory API": "/api/calc/training-memory?preset=llama3-70b&dp=4&tp=8&pp=2",
+    "training-memory page": "/calculators/training-memory/result?preset=llama3-70b&dp=4&tp=8&pp=2",
 }
 MAX_REQUESTS = 50_000
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, HTTPException, Query
 
+from app.calc.model import count_params, from_hf_config
+from app.calc.training_query import TrainingQuery, training_result
 from app.calculators.memory_view import memory_result
-from app.calculators.schemas import MemoryQuery, MemoryResult
+from app.calculators.schemas import (
+    MemoryQuery,
+    MemoryResult,
+    ModelFromConfig,
+    ModelShape,
+    TrainingMemoryResult,
+)
 
 router = APIRouter(prefix="/api/calc", tags=["calculators"])
 
@@ -21,3 +30,26 @@ def memory(query: Annotated[MemoryQuery, Query()]) -> MemoryResult:
     Model states only: no activations, buffers or fragmentation.
     """
     return memory_result(query)
+
+
+@router.get("/training-memory", response_model=TrainingMemoryResult)
+def training(query: Annotated[TrainingQuery, Query()]) -> TrainingMemoryResult:
+    """Training memory on the most loaded GPU, every term separate, with formulas and sources.
+
+    Model fields left out come from `preset`. Parallel degrees: dp x tp x pp x cp GPUs; ZeRO
+    shards over dp. Activations after Korthikanti et al. (arXiv:2205.05198).
+    """
+    return TrainingMemoryResult.model_validate(training_result(query))
+
+
+@router.post("/model/from-hf-config", response_model=ModelFromConfig)
+def model_from_hf_config(config: Annotated[dict[str, Any], Body()]) -> ModelFromConfig:
+    """Reads a Hugging Face `config.json` (Llama, Mistral, Mixtral, Qwen2, GPT-2 style keys)."""
+    try:
+        cfg = from_hf_config(config)
+        counts = count_params(cfg)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return ModelFromConfig(
+        model=ModelShape(**asdict(cfg)), total_params=counts.total, active_params=counts.active
+    )

@@ -61,3 +61,56 @@ class MemoryResult(BaseModel):
     recipe: str
     bytes_per_param: dict[str, float]
     stages: list[StageMemory]
+
+
+class ModelShape(BaseModel):
+    """A model's shape, field for field as app.calc.model.ModelConfig has it."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    head_dim: int | None
+    ffn_type: str
+    norm: str
+    tied_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    attention_out_bias: bool | None
+    learned_positions: int
+    experts: int
+    top_k: int
+    shared_experts: int
+    name: str
+
+
+class ModelFromConfig(BaseModel):
+    model: ModelShape
+    total_params: int
+    active_params: int
+
+
+class TermOut(BaseModel):
+    key: str
+    label: str
+    gpu_bytes: float
+    cpu_bytes: float
+    formula: str = Field(description="LaTeX, symbolic.")
+    substituted: str = Field(description="LaTeX, with this request's numbers.")
+    source: str
+
+
+class TrainingMemoryResult(BaseModel):
+    model: ModelShape
+    total_params: int
+    active_params: int
+    gpu_bytes: float = Field(description="Bytes on the most loaded GPU (the first pipeline stage).")
+    cpu_bytes: float = Field(description="Bytes of host memory per GPU (offloaded states).")
+    terms: list[TermOut]
+    gpu: str
+    gpu_memory_bytes: float
+    fits: bool
+    headroom_bytes: float
+    largest_micro_batch: int

@@ -51,3 +51,36 @@ def test_runs_as_a_module_with_help() -> None:
         check=True,
     )
     assert "--dp-degree" in result.stdout and "ZeRO" in result.stdout
+
+
+def test_full_mode_prints_every_term_and_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["memory", "--preset", "llama3-70b", "--dp", "4", "--tp", "8", "--pp", "2",
+            "--zero-stage", "1", "--recompute", "selective", "--seq-len", "8192"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    for label in ("Weights", "Gradients", "Master weights", "Optimizer states", "Activations"):
+        assert label in out
+    assert "70,553,706,496 parameters" in out
+    assert "largest micro-batch that fits" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--tp", "3"], "must divide the attention heads"),
+     (["--dp", "0"], "--dp: Input should be greater than or equal to 1"),
+     (["--recompute", "sometimes"], "--recompute"),
+     (["--preset", "gpt-5"], "--preset")],
+)  # fmt: skip
+def test_full_mode_bad_arguments_exit_2(args: list[str], message: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(["memory", *args])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_help_lists_the_full_calculators_options() -> None:
+    result = subprocess.run([sys.executable, "-m", "app.calc", "memory", "--help"],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    for option in ("--preset", "--tp", "--zero-stage", "--recompute", "--gpu", "--unit"):
+        assert option in result.stdout

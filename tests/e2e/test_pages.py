@@ -79,3 +79,28 @@ def test_register_and_answer_the_generated_question(page: Page) -> None:
     page.goto("/progress")
     expect(page.locator("#attempts tbody tr")).to_have_count(1)
     expect(page.locator("#attempts")).to_contain_text(expected)
+
+
+def test_training_memory_follows_a_preset_and_a_pasted_config(page: Page) -> None:
+    page.goto("/calculators/training-memory")
+    total = page.locator("#gpu-total")
+    first = total.inner_text()
+    expect(page.locator("#terms .katex").first).to_be_visible()
+    expect(page.locator("#dp-chart canvas").first).to_be_visible()
+    page.select_option("select[name=preset]", "llama2-7b")
+    expect(total).not_to_have_text(first)
+    expect(page).to_have_url(re.compile(r"preset=llama2-7b.*layers=32"))
+    expect(page.locator("#dp-chart canvas").first).to_be_visible()
+    seven_b = total.inner_text()
+    page.click("text=Fill from a Hugging Face")
+    page.fill(
+        "#hf-config",
+        '{"model_type": "llama", "num_hidden_layers": 40, "hidden_size": 5120,'
+        ' "num_attention_heads": 40, "intermediate_size": 13824, "vocab_size": 32000}',
+    )
+    page.click("#hf-config-fill")
+    expect(page.locator("#hf-config-status")).to_contain_text("13,015,864,320")
+    expect(page.locator("input[name=layers]")).to_have_value("40")
+    expect(total).not_to_have_text(seven_b)
+    page.fill("input[name=tp]", "3")
+    expect(page.locator("#training-result .errors")).to_contain_text("must divide")

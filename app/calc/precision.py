@@ -1,0 +1,219 @@
+"""Bytes per parameter for each precision recipe and optimizer, and why sources disagree.
+
+A recipe fixes how the model's own weights and gradients are stored and whether an fp32
+master copy of the weights exists; an optimizer fixes its own state per parameter:
+
+    recipe                  weights  grads  master   source
+    fp32                    4        4      0        plain fp32 training
+    mixed_fp16, mixed_bf16  2        2      4        ZeRO (arXiv:1910.02054) Section 3.1
+    bf16 (pure)             2        2      0        no master copy (HTSYM training.md)
+    mixed_bf16_fp32_grads   2        4      4        Megatron-LM dist_optimizer.md table
+
+    optimizer      state bytes   source
+    adam           8 (m, v fp32)   Kingma & Ba 2015; ZeRO Section 3.1
+    sgd_momentum   4 (momentum)    torch.optim.SGD momentum_buffer
+    adam_8bit      2 (m, v 8-bit)  Dettmers et al., arXiv:2110.02861
+
+The optimizer's bytes do not depend on the recipe (a pure-bf16 run here keeps fp32 Adam
+moments, as HTSYM's "10 bytes per parameter" does). 8-bit Adam also stores one fp32
+absolute maximum per block of 2048 values per state (4/2048 B per state per parameter,
+arXiv:2110.02861 Section 2); that 0.4 % is left out.
+
+The ZeRO paper's K is master + optimizer (12 for mixed-precision Adam), which is what
+ZeRO stage 1 and Megatron's distributed optimizer shard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.calc.units import GB, GIB
+
+RECIPES = {
+    "fp32": "fp32 weights and gradients, no master copy",
+    "mixed_fp16": "mixed precision: fp16 weights and gradients, fp32 master weights",
+    "mixed_bf16": "mixed precision: bf16 weights and gradients, fp32 master weights",
+    "bf16": "pure bf16: bf16 weights and gradients, no master copy",
+    "mixed_bf16_fp32_grads": "Megatron-LM: bf16 weights, fp32 main gradients, fp32 master weights",
+}
+
+OPTIMIZERS = {
+    "adam": "Adam / AdamW (fp32 momentum and variance)",
+    "sgd_momentum": "SGD with momentum (fp32 momentum buffer)",
+    "adam_8bit": "8-bit Adam (bitsandbytes, block-wise quantized m and v)",
+}
+
+ZERO_SOURCE = "Rajbhandari et al., ZeRO (arXiv:1910.02054), Section 3.1"
+MEGATRON_SOURCE = (
+    "Megatron-LM docs/user-guide/features/dist_optimizer.md (bytes-per-parameter table)"
+)
+
+# recipe -> (weights, grads, master, weights source, grads source, master source)
+_RECIPE_BYTES: dict[str, tuple[float, float, float, str, str, str]] = {
+    "fp32": (
+        4,
+        4,
+        0,
+        "fp32 weights (4 B); Megatron-LM dist_optimizer.md: fp32 params + fp32 grads = 16 B",
+        "fp32 gradients (4 B)",
+        "none: the weights are already fp32",
+    ),
+    "mixed_fp16": (
+        2,
+        2,
+        4,
+        f"fp16 weights (2 B), {ZERO_SOURCE}",
+        f"fp16 gradients (2 B), {ZERO_SOURCE}",
+        f"fp32 master weights (4 B), {ZERO_SOURCE}; Micikevicius et al. arXiv:1710.03740",
+    ),
+    "mixed_bf16": (
+        2,
+        2,
+        4,
+        f"bf16 weights (2 B), as fp16 in {ZERO_SOURCE}",
+        f"bf16 gradients (2 B), as fp16 in {ZERO_SOURCE}",
+        f"fp32 master weights (4 B), {ZERO_SOURCE}",
+    ),
+    "bf16": (
+        2,
+        2,
+        0,
+        "bf16 weights (2 B); HTSYM training.md counts bf16 params + fp32 Adam = 10 B",
+        "bf16 gradients (2 B)",
+        "none: pure bf16 updates the bf16 weights directly",
+    ),
+    "mixed_bf16_fp32_grads": (
+        2,
+        4,
+        4,
+        f"bf16 weights (2 B), {MEGATRON_SOURCE}",
+        f"fp32 main gradients (4 B), {MEGATRON_SOURCE}",
+        f"fp32 main (master) weights (4 B), {MEGATRON_SOURCE}",
+    ),
+}
+
+_OPTIMIZER_BYTES: dict[str, tuple[float, str]] = {
+    "adam": (8, f"Adam momentum + variance in fp32 (4 + 4 B), {ZERO_SOURCE}"),
+    "sgd_momentum": (4, "momentum buffer in fp32 (4 B), torch.optim.SGD"),
+    "adam_8bit": (
+        2,
+        "8-bit momentum + variance (1 + 1 B), Dettmers et al. arXiv:2110.02861; bitsandbytes",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class BytesPerParam:
+    """Bytes kept per parameter for each kind of model state, with where each comes from."""
+
+    recipe: str
+    optimizer_name: str
+    weights: float
+    grads: float
+    master: float
+    optimizer: float
+    weights_source: str
+    grads_source: str
+    master_source: str
+    optimizer_source: str
+
+    @property
+    def optimizer_states(self) -> float:
+        """The ZeRO paper's K: everything the optimizer owns, fp32 master copy included."""
+        return self.master + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.master + self.optimizer
+
+
+def bytes_per_param(recipe: str = "mixed_bf16", optimizer: str = "adam") -> BytesPerParam:
+    if recipe not in _RECIPE_BYTES:
+        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}")
+    if optimizer not in _OPTIMIZER_BYTES:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+    weights, grads, master, w_src, g_src, m_src = _RECIPE_BYTES[recipe]
+    opt, opt_src = _OPTIMIZER_BYTES[optimizer]
+    return BytesPerParam(
+        recipe=recipe,
+        optimizer_name=optimizer,
+        weights=weights,
+        grads=grads,
+        master=master,
+        optimizer=opt,
+        weights_source=w_src,
+        grads_source=g_src,
+        master_source=m_src,
+        optimizer_source=opt_src,
+    )
+
+
+@dataclass(frozen=True)
+class Convention:
+    """One published bytes-per-parameter figure and what it counts."""
+
+    label: str
+    bytes_per_param: float
+    explanation: str
+    source: str
+
+
+def conventions() -> list[Convention]:
+    """The figures the anchors quote for Adam, rebuilt from `bytes_per_param`."""
+    mixed = bytes_per_param("mixed_bf16", "adam")
+    megatron = bytes_per_param("mixed_bf16_fp32_grads", "adam")
+    pure = bytes_per_param("bf16", "adam")
+    fp32_grad = bytes_per_param("fp32", "adam").grads
+    return [
+        Convention(
+            label="10 B: bf16 weights + fp32 Adam moments",
+            bytes_per_param=pure.weights + pure.optimizer,
+            explanation="Counts only what lives for the whole step: 2 B bf16 weights + 8 B "
+            "Adam m and v. No master copy, and gradients are not counted.",
+            source="How To Scale Your Model, training.md ('largest model with pure DP = HBM/10')",
+        ),
+        Convention(
+            label="16 B: ZeRO paper, mixed-precision Adam",
+            bytes_per_param=mixed.total,
+            explanation="2 B 16-bit weights + 2 B 16-bit gradients + K = 12 B "
+            "(4 B fp32 master weights + 8 B Adam m and v).",
+            source=ZERO_SOURCE,
+        ),
+        Convention(
+            label="18 B: Megatron-LM, bf16 weights with fp32 main gradients",
+            bytes_per_param=megatron.total,
+            explanation="Megatron accumulates gradients in an fp32 main-gradient buffer: "
+            "2 B bf16 weights + 4 B fp32 grads + 4 B fp32 master + 8 B Adam. Its distributed "
+            "optimizer shards master + Adam: 6 + 12/d.",
+            source=MEGATRON_SOURCE,
+        ),
+        Convention(
+            label="18 B: DeepSpeed ZeRO-2 estimator's sharded part (2P + 18P/N)",
+            bytes_per_param=mixed.grads + fp32_grad + mixed.master + mixed.optimizer,
+            explanation="A different 18: 2 B fp16 grads + 4 B fp32 grads + 4 B fp32 master "
+            "+ 8 B Adam, all divided by N; the 2 B fp16 weights stay whole, so one GPU "
+            "(N = 1) needs 20 B.",
+            source="DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py, "
+            "estimate_zero2_model_states_mem_needs (since PR #5099)",
+        ),
+        Convention(
+            label="20 B: mixed precision with fp32 gradient accumulation",
+            bytes_per_param=mixed.total + fp32_grad,
+            explanation="The 16 B of mixed-precision Adam plus a 4 B fp32 copy of the "
+            "gradients for accumulation ('+4Ψ'). Megatron's fp16-params/fp16-grads row is "
+            "also 20 (4 + 16/d with the distributed optimizer).",
+            source="Ultra-Scale Playbook, 'Memory usage in Transformers' "
+            "(mixed precision: 16 B, +4Ψ with fp32 grad accumulation); " + MEGATRON_SOURCE,
+        ),
+    ]
+
+
+# GPU spec sheets and the ZeRO paper count in GB (10**9 B); nvidia-smi and PyTorch's
+# memory reports count in MiB/GiB (2**20, 2**30 B). A GiB is 7.37 % larger than a GB.
+GIB_OVER_GB = GIB / GB - 1
+
+GB_VS_GIB_NOTE = (
+    f"GB = 10^9 bytes (spec sheets, the ZeRO paper); GiB = 2^30 = {GIB:,} bytes "
+    f"(nvidia-smi's MiB, torch.cuda.memory_allocated). 1 GiB is {GIB_OVER_GB:.1%} more than "
+    "1 GB, so '80 GB' on a spec sheet is 74.5 GiB and an 80 GiB figure is 85.9 GB."
+)

@@ -1,0 +1,464 @@
+r"""Training memory of the most loaded GPU, term by term, in bytes on the GPU and the CPU.
+
+Conventions (each one a choice; all of them are what the report shows the user):
+
+Which GPU. The first pipeline stage: under 1F1B and GPipe it keeps the most micro-batches
+in flight, and it holds the embedding. Layers are split ceil(L/pp) to the first stage. The
+embedding (and learned positions) sit on the first stage, the final norm and output
+projection on the last; with pp = 1 the one stage holds both. With tied embeddings and
+pp > 1 the last stage keeps its own copy of the embedding (Megatron-LM), which is not on
+the first stage.
+
+What each degree divides (Megatron-LM, Shoeybi et al. arXiv:1909.08053 Section 3;
+Narayanan et al. arXiv:2104.04473):
+- tp divides the attention and MLP matrices (and their biases), shared experts, the token
+  embedding and the output projection (vocab-parallel). Norms, the router and learned
+  position embeddings are replicated on every tp rank; they are tiny, and keeping them whole
+  keeps the arithmetic simple.
+- pp divides the layers, as above.
+- ep divides the routed experts of every MoE layer; each expert is also split over tp
+  (Megatron's default expert-tensor-parallel size is tp). Expert parallelism is carved out
+  of the data-parallel ranks: ep must divide dp * cp, and the expert data-parallel degree
+  is N_e = dp * cp / ep.
+- cp splits the sequence. cp ranks hold identical weights, so the gradients are reduced and
+  ZeRO shards over N_d = dp * cp (Megatron shards its distributed optimizer over the
+  data-parallel group with context parallelism). world_size = dp * tp * pp * cp.
+
+ZeRO (Rajbhandari et al. arXiv:1910.02054, Section 5) shards this GPU's parameters over
+N_d (expert parameters over N_e): stage 1 the master weights and optimizer states, stage 2
+also the gradients, stage 3 also the weights. Megatron's distributed optimizer shards the
+same states as stage 1. With mixed-precision Adam and tp = pp = 1 the four model-state
+terms add up to app.calc.memory.model_states_per_gpu exactly.
+
+Offload (Ren et al., ZeRO-Offload, arXiv:2101.06840; Rajbhandari et al., ZeRO-Infinity,
+arXiv:2104.07857): offload_optimizer moves this rank's shard of the master weights and
+optimizer states (and the update that uses them) to CPU memory; offload_params (ZeRO-3
+only) moves this rank's shard of the 16-bit weights there. Each moved term keeps its size
+and changes side. (DeepSpeed also keeps fp32 gradient copies on the CPU; not counted.)
+
+Buffers. With more than one data-parallel rank: DDP, ZeRO-1 and ZeRO-2 reduce gradients
+through buckets of bucket_mb MiB (torch DDP's bucket_cap_mb = 25, MiB); one bucket is
+counted. ZeRO-3 gathers the parameters of zero3_prefetch_layers of the largest layer ahead
+and holds their full gradients before the reduce-scatter: prefetch * largest_layer *
+(b_w + b_g), which for 16-bit weights and gradients and one layer is DeepSpeed's
+4 * largest_layer_params (estimate_zero3_model_states_mem_needs). "Layer" is one
+transformer block on this GPU, or the embedding or output projection shard if larger.
+
+Activations come from app.calc.activations (Korthikanti et al. arXiv:2205.05198): the
+stage's layers times the micro-batches in flight for the schedule, plus the embedding and,
+on the last stage, the output layer. The setup's tp and cp replace those in the
+ActivationSetup, so the two cannot disagree.
+
+Overhead is one explicit number, 2 GB by default: CUDA context and kernels 1-2 GB
+(Ultra-Scale Playbook, "Memory usage in Transformers"), NCCL buffers ~0.5 GB per
+communicator; the anchors disagree (ShardLab research notes Section 3.7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from app.calc.activations import (
+    ActivationSetup,
+    in_flight_microbatches,
+    layer_activations,
+    stage_activations,
+)
+from app.calc.model import ModelConfig, ParamCount, count_params
+from app.calc.precision import bytes_per_param
+from app.calc.units import GB, MIB
+
+MAX_MICRO_BATCH = 4096
+
+ZERO_SOURCE = "Rajbhandari et al., ZeRO (arXiv:1910.02054), Section 5.1"
+SHARDING_SOURCE = (
+    "Megatron-LM: tp splits attention/MLP and the vocab (arXiv:1909.08053 Section 3), "
+    "pp splits layers (arXiv:2104.04473)"
+)
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Degrees of parallelism and memory-saving switches. See the module docstring."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    cp: int = 1
+    zero_stage: int = 0  # 0..3, sharding over N_d = dp * cp (not the world size)
+    distributed_optimizer: bool = False  # Megatron: master + optimizer sharded, like ZeRO-1
+    offload_optimizer: bool = False  # ZeRO-Offload: master + optimizer states in CPU memory
+    offload_params: bool = False  # ZeRO-Infinity: 16-bit weights in CPU memory (ZeRO-3 only)
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def dense_shard_ways(self) -> int:
+        """N_d: the ranks that hold the same dense weights and reduce their gradients."""
+        return self.dp * self.cp
+
+    @property
+    def expert_shard_ways(self) -> int:
+        """N_e: the ranks that hold the same experts (the expert data-parallel degree)."""
+        return self.dp * self.cp // self.ep
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    model: ModelConfig
+    parallel: Parallelism
+    activations: ActivationSetup
+    recipe: str = "mixed_bf16"
+    optimizer: str = "adam"
+    microbatches: int = 1  # gradient-accumulation steps: micro-batches per step per pipeline
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    bucket_mb: float = 25.0  # torch DDP bucket_cap_mb default (MiB)
+    zero3_prefetch_layers: int = 1  # DeepSpeed's estimator counts one largest layer
+    overhead_bytes: float = 2e9  # CUDA context + NCCL buffers (module docstring)
+
+
+@dataclass(frozen=True)
+class Term:
+    key: str
+    label: str
+    gpu_bytes: float
+    cpu_bytes: float
+    formula: str  # LaTeX, symbolic
+    substituted: str  # LaTeX, this setup's numbers, ending in "= value GB"
+    source: str
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    setup: TrainingSetup
+    params: ParamCount
+    params_on_gpu: float  # parameters of this GPU's stage and tp/ep shard, before ZeRO
+    layers_in_stage: int
+    in_flight: float  # micro-batches whose activations the stage holds at the peak
+    terms: list[Term] = field(default_factory=list)
+
+    @property
+    def gpu_bytes(self) -> float:
+        return sum(t.gpu_bytes for t in self.terms)
+
+    @property
+    def cpu_bytes(self) -> float:
+        return sum(t.cpu_bytes for t in self.terms)
+
+    @property
+    def model_states_gpu_bytes(self) -> float:
+        """Weights, gradients, master weights and optimizer states on the GPU."""
+        return sum(t.gpu_bytes for t in self.terms if t.key in MODEL_STATE_KEYS)
+
+    def term(self, key: str) -> Term:
+        for t in self.terms:
+            if t.key == key:
+                return t
+        raise KeyError(key)
+
+
+MODEL_STATE_KEYS = ("weights", "grads", "master", "optimizer")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fits: bool
+    headroom_bytes: float
+    largest_micro_batch: int  # 0 when even one sequence does not fit
+
+
+def _validate(setup: TrainingSetup) -> None:
+    p, cfg = setup.parallel, setup.model
+    for name in ("dp", "tp", "pp", "ep", "cp"):
+        if getattr(p, name) < 1:
+            raise ValueError(f"{name} must be at least 1")
+    if p.zero_stage not in (0, 1, 2, 3):
+        raise ValueError("zero_stage must be 0, 1, 2 or 3")
+    if p.offload_params and p.zero_stage != 3:
+        raise ValueError("offload_params needs zero_stage 3")
+    if p.pp > cfg.layers:
+        raise ValueError(f"pp ({p.pp}) cannot exceed the model's {cfg.layers} layers")
+    if p.ep > 1:
+        if cfg.experts <= 1:
+            raise ValueError("ep > 1 needs a mixture-of-experts model")
+        if cfg.experts % p.ep:
+            raise ValueError(f"ep ({p.ep}) must divide the {cfg.experts} experts")
+        if (p.dp * p.cp) % p.ep:
+            raise ValueError(f"ep ({p.ep}) must divide dp * cp ({p.dp * p.cp})")
+    if setup.microbatches < 1:
+        raise ValueError("microbatches must be at least 1")
+    if setup.bucket_mb < 0 or setup.overhead_bytes < 0 or setup.zero3_prefetch_layers < 0:
+        raise ValueError("bucket_mb, overhead_bytes and zero3_prefetch_layers cannot be negative")
+
+
+def _tex(x: float) -> str:
+    """A number for LaTeX: integers below 10^5 as they are, the rest as m x 10^e."""
+    if x == int(x) and abs(x) < 1e5:
+        return str(int(x))
+    if x == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(x)))
+    if -3 <= exp < 5:
+        return f"{x:.4g}"
+    return rf"{x / 10**exp:.4g}\times10^{{{exp}}}"
+
+
+def _gb(x: float) -> str:
+    return rf"{x / GB:.2f}\ \text{{GB}}"
+
+
+@dataclass(frozen=True)
+class _Shards:
+    """This GPU's dense and expert parameters, and the ZeRO degrees for each."""
+
+    dense: float
+    expert: float
+    n_dense: int
+    n_expert: int
+
+
+def _state_term(
+    key: str,
+    label: str,
+    symbol: str,
+    bytes_each: float,
+    sharded: bool,
+    on_cpu: bool,
+    shards: _Shards,
+    source: str,
+) -> Term:
+    n_d = shards.n_dense if sharded else 1
+    n_e = shards.n_expert if sharded else 1
+    value = bytes_each * (shards.dense / n_d + shards.expert / n_e)
+    b = _tex(bytes_each)
+    if shards.expert:
+        formula = rf"{symbol}\left(\frac{{\Psi_d}}{{N_d}} + \frac{{\Psi_e}}{{N_e}}\right)"
+        substituted = (
+            rf"{b}\times\left(\frac{{{_tex(shards.dense)}}}{{{n_d}}}"
+            rf" + \frac{{{_tex(shards.expert)}}}{{{n_e}}}\right)"
+        )
+    else:
+        formula = rf"\frac{{{symbol}\,\Psi}}{{N_d}}" if sharded else rf"{symbol}\,\Psi"
+        substituted = (
+            rf"\frac{{{b}\times{_tex(shards.dense)}}}{{{n_d}}}"
+            if sharded
+            else rf"{b}\times{_tex(shards.dense)}"
+        )
+    where = " (CPU)" if on_cpu else ""
+    return Term(
+        key=key,
+        label=label + where,
+        gpu_bytes=0.0 if on_cpu else value,
+        cpu_bytes=value if on_cpu else 0.0,
+        formula=formula,
+        substituted=f"{substituted} = {_gb(value)}",
+        source=source,
+    )
+
+
+def training_memory(setup: TrainingSetup) -> MemoryReport:
+    """Every memory term of the first pipeline stage's GPU (module docstring)."""
+    _validate(setup)
+    cfg, p = setup.model, setup.parallel
+    counts = count_params(cfg)
+    bpp = bytes_per_param(setup.recipe, setup.optimizer)
+    layers_in_stage = math.ceil(cfg.layers / p.pp)
+    last_stage = p.pp == 1
+
+    dense_layer = (
+        (counts.attention + counts.mlp + counts.shared_experts) / p.tp
+        + counts.router
+        + counts.norms
+    )
+    expert_layer = counts.experts / (p.ep * p.tp)
+    embedding = counts.embedding / p.tp + counts.positions
+    output = counts.lm_head / p.tp + counts.final_norm if last_stage else 0.0
+    shards = _Shards(
+        dense=layers_in_stage * dense_layer + embedding + output,
+        expert=layers_in_stage * expert_layer,
+        n_dense=p.dense_shard_ways,
+        n_expert=p.expert_shard_ways,
+    )
+    stage_src = f"{SHARDING_SOURCE}; Psi = this GPU's parameters before ZeRO"
+    opt_sharded = p.zero_stage >= 1 or p.distributed_optimizer
+    terms = [
+        _state_term(
+            "weights",
+            "Weights",
+            "b_w",
+            bpp.weights,
+            p.zero_stage >= 3,
+            p.offload_params,
+            shards,
+            f"{bpp.weights_source}; {ZERO_SOURCE} (stage 3 shards); {stage_src}",
+        ),
+        _state_term(
+            "grads",
+            "Gradients",
+            "b_g",
+            bpp.grads,
+            p.zero_stage >= 2,
+            False,
+            shards,
+            f"{bpp.grads_source}; {ZERO_SOURCE} (stage 2 shards)",
+        ),
+        _state_term(
+            "master",
+            "Master weights",
+            "b_m",
+            bpp.master,
+            opt_sharded,
+            p.offload_optimizer,
+            shards,
+            f"{bpp.master_source}; {ZERO_SOURCE} (stage 1 shards)",
+        ),
+        _state_term(
+            "optimizer",
+            "Optimizer states",
+            "b_o",
+            bpp.optimizer,
+            opt_sharded,
+            p.offload_optimizer,
+            shards,
+            f"{bpp.optimizer_source}; {ZERO_SOURCE} (stage 1 shards)",
+        ),
+    ]
+
+    act_setup = replace(setup.activations, tp=p.tp, cp=p.cp)
+    in_flight = in_flight_microbatches(
+        setup.schedule, p.pp, setup.microbatches, setup.virtual_stages
+    )
+    terms.append(_activation_term(cfg, act_setup, layers_in_stage, in_flight, last_stage))
+
+    largest_layer = max(dense_layer + expert_layer, embedding, output)
+    terms.append(_buffer_term(setup, bpp.weights + bpp.grads, largest_layer))
+    terms.append(
+        Term(
+            key="overhead",
+            label="CUDA context, NCCL and allocator overhead",
+            gpu_bytes=setup.overhead_bytes,
+            cpu_bytes=0.0,
+            formula=r"M_{\text{overhead}}",
+            substituted=f"{_tex(setup.overhead_bytes)} = {_gb(setup.overhead_bytes)}",
+            source="Ultra-Scale Playbook, 'Memory usage in Transformers' (CUDA context "
+            "1-2 GB); ~0.5 GB per NCCL communicator; an editable estimate",
+        )
+    )
+    return MemoryReport(
+        setup=setup,
+        params=counts,
+        params_on_gpu=shards.dense + shards.expert,
+        layers_in_stage=layers_in_stage,
+        in_flight=in_flight,
+        terms=terms,
+    )
+
+
+def _activation_term(
+    cfg: ModelConfig,
+    act_setup: ActivationSetup,
+    layers_in_stage: int,
+    in_flight: float,
+    last_stage: bool,
+) -> Term:
+    stage = stage_activations(
+        cfg, act_setup, layers_in_stage, in_flight, first_stage=True, last_stage=last_stage
+    )
+    per_layer = layer_activations(cfg, act_setup).total
+    return Term(
+        key="activations",
+        label="Activations",
+        gpu_bytes=stage.total,
+        cpu_bytes=0.0,
+        formula=r"L_{\text{stage}}\, m_{\text{flight}}\, A_{\text{layer}}"
+        r" + A_{\text{emb}} + A_{\text{out}}",
+        substituted=(
+            rf"{layers_in_stage}\times{_tex(in_flight)}\times{_tex(per_layer)}"
+            rf" + {_tex(stage.embedding)} + {_tex(stage.output)} = {_gb(stage.total)}"
+        ),
+        source="Korthikanti et al., Reducing Activation Recomputation (arXiv:2205.05198), "
+        "Table 2 and Section 4.2.3 (pipeline stages); app.calc.activations",
+    )
+
+
+def _buffer_term(setup: TrainingSetup, gathered_bytes_each: float, largest_layer: float) -> Term:
+    p = setup.parallel
+    if p.dense_shard_ways == 1:
+        return Term(
+            key="buffers",
+            label="Communication buffers",
+            gpu_bytes=0.0,
+            cpu_bytes=0.0,
+            formula="0",
+            substituted=rf"0\ (N_d = 1) = {_gb(0)}",
+            source="No data-parallel peers: no gradient buckets or gathers",
+        )
+    if p.zero_stage == 3:
+        k = setup.zero3_prefetch_layers
+        value = k * largest_layer * gathered_bytes_each
+        return Term(
+            key="buffers",
+            label="ZeRO-3 gathered parameters and gradients",
+            gpu_bytes=value,
+            cpu_bytes=0.0,
+            formula=r"k\,\Psi_{\text{largest layer}}\,(b_w + b_g)",
+            substituted=rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}"
+            rf" = {_gb(value)}",
+            source="DeepSpeed estimate_zero3_model_states_mem_needs: 4 * largest_layer_params "
+            "(deepspeed/runtime/zero/stage3.py)",
+        )
+    value = setup.bucket_mb * MIB
+    return Term(
+        key="buffers",
+        label="Gradient bucket",
+        gpu_bytes=value,
+        cpu_bytes=0.0,
+        formula=r"B_{\text{bucket}}",
+        substituted=rf"{_tex(setup.bucket_mb)}\ \text{{MiB}} = {_gb(value)}",
+        source="torch.nn.parallel.DistributedDataParallel bucket_cap_mb (default 25 MiB)",
+    )
+
+
+def verdict(setup: TrainingSetup, gpu_memory_bytes: float) -> Verdict:
+    """Whether the setup fits, by how much, and the largest micro-batch that would.
+
+    Every term is non-decreasing in the micro-batch, so a binary search finds the largest
+    one in 1..MAX_MICRO_BATCH that fits.
+    """
+
+    def gpu_bytes(micro_batch: int) -> float:
+        acts = replace(setup.activations, micro_batch=micro_batch)
+        return training_memory(replace(setup, activations=acts)).gpu_bytes
+
+    used = training_memory(setup).gpu_bytes
+    lo, hi = 0, MAX_MICRO_BATCH  # lo fits (0 trivially), answer in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if gpu_bytes(mid) <= gpu_memory_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return Verdict(
+        fits=used <= gpu_memory_bytes,
+        headroom_bytes=gpu_memory_bytes - used,
+        largest_micro_batch=lo,
+    )
+
+
+def memory_vs_dp(setup: TrainingSetup, dp_values: list[int]) -> list[tuple[int, float]]:
+    """GPU bytes of the same setup at each data-parallel degree (for a chart).
+
+    Degrees the setup cannot use (ep must divide dp * cp) are left out of the points.
+    """
+    points = []
+    for dp in dp_values:
+        parallel = replace(setup.parallel, dp=dp)
+        if dp < 1 or (dp * parallel.cp) % parallel.ep:
+            continue
+        points.append((dp, training_memory(replace(setup, parallel=parallel)).gpu_bytes))
+    return points

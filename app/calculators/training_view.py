@@ -1,0 +1,124 @@
+"""The training-memory calculator's result as the page shows it.
+
+Every number comes from app.calc.training; this module picks, orders and formats them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+from app.calc.gpus import GPUS, Gpu
+from app.calc.precision import bytes_per_param, conventions
+from app.calc.training import MemoryReport, Verdict, memory_vs_dp, training_memory, verdict
+from app.calc.training_query import TrainingQuery
+from app.formatting import memory
+
+ZERO_STAGE_LABELS = ("ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3")
+CHART_DP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    color: int
+    x_percent: float
+    width_percent: float
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    total: str
+    segments: list[Segment]
+    fits: bool
+
+
+@dataclass(frozen=True)
+class TrainingView:
+    query: TrainingQuery
+    report: MemoryReport
+    gpu: Gpu
+    verdict: Verdict
+    unit: str
+    bars: list[Bar]  # this set-up first, then every ZeRO stage
+    limit_percent: float  # where the GPU's memory falls on the bars' scale
+    chart_json: str
+
+    def fmt(self, n_bytes: float) -> str:
+        return memory(n_bytes, self.unit)
+
+
+def _reports_by_stage(query: TrainingQuery) -> list[MemoryReport]:
+    setup = query.setup()
+    reports = []
+    for stage in range(4):
+        parallel = replace(
+            setup.parallel,
+            zero_stage=stage,
+            offload_params=setup.parallel.offload_params and stage == 3,
+        )
+        reports.append(training_memory(replace(setup, parallel=parallel)))
+    return reports
+
+
+def _bar(label: str, report: MemoryReport, scale: float, unit: str, gpu_bytes: float) -> Bar:
+    x = 0.0
+    segments = []
+    for index, term in enumerate(report.terms):
+        width = 100 * term.gpu_bytes / scale
+        segments.append(Segment(term.label, index % 8, x, width))
+        x += width
+    return Bar(label, memory(report.gpu_bytes, unit), segments, report.gpu_bytes <= gpu_bytes)
+
+
+def training_view(query: TrainingQuery) -> TrainingView:
+    setup = query.setup()
+    report = training_memory(setup)
+    gpu = GPUS[query.gpu]
+    by_stage = _reports_by_stage(query)
+    scale = max([gpu.memory_bytes, report.gpu_bytes, *(r.gpu_bytes for r in by_stage)]) * 1.02
+    bars = [_bar("This set-up", report, scale, query.unit, gpu.memory_bytes)]
+    bars += [
+        _bar(label, r, scale, query.unit, gpu.memory_bytes)
+        for label, r in zip(ZERO_STAGE_LABELS, by_stage, strict=True)
+    ]
+    points = memory_vs_dp(setup, list(CHART_DP))
+    chart = {
+        "dp": [dp for dp, _ in points],
+        "gpu_bytes": [b for _, b in points],
+        "limit_bytes": gpu.memory_bytes,
+        "unit": query.unit,
+        "unit_bytes": 10**9 if query.unit == "GB" else 2**30,
+        "gpu": gpu.name,
+    }
+    return TrainingView(
+        query=query,
+        report=report,
+        gpu=gpu,
+        verdict=verdict(setup, gpu.memory_bytes),
+        unit=query.unit,
+        bars=bars,
+        limit_percent=100 * gpu.memory_bytes / scale,
+        chart_json=json.dumps(chart),
+    )
+
+
+def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
+    """(constant, value, source) rows for the assumptions panel."""
+    b = bytes_per_param(query.recipe, query.optimizer)
+    gpu = GPUS[query.gpu]
+    return [
+        ("Weights, bytes per parameter", f"{b.weights:g}", b.weights_source),
+        ("Gradients, bytes per parameter", f"{b.grads:g}", b.grads_source),
+        ("Master weights, bytes per parameter", f"{b.master:g}", b.master_source),
+        ("Optimizer states, bytes per parameter", f"{b.optimizer:g}", b.optimizer_source),
+        ("GPU memory", memory(gpu.memory_bytes, query.unit), gpu.source),
+        ("Runtime overhead", memory(query.overhead_gb * 1e9, query.unit),
+         "CUDA context and communicator buffers: 1–2 GB in the Ultra-Scale Playbook; editable"),
+        ("Gradient bucket", f"{query.bucket_mb:g} MB",
+         "PyTorch DDP's bucket_cap_mb default is 25 MB; editable"),
+    ]  # fmt: skip
+
+
+__all__ = ["TrainingView", "assumptions", "conventions", "training_view"]
