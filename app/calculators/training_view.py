@@ -44,6 +44,7 @@ class TrainingView:
     bars: list[Bar]  # this set-up first, then every ZeRO stage
     limit_percent: float  # where the GPU's memory falls on the bars' scale
     chart_json: str
+    stage_notes: list[str]  # why a higher ZeRO stage needs more, where it does
 
     def fmt(self, n_bytes: float) -> str:
         return memory(n_bytes, self.unit)
@@ -92,6 +93,17 @@ def training_view(query: TrainingQuery) -> TrainingView:
         "unit_bytes": 10**9 if query.unit == "GB" else 2**30,
         "gpu": gpu.name,
     }
+    notes = []
+    for lower, higher in zip(by_stage, by_stage[1:], strict=False):
+        if higher.gpu_bytes > lower.gpu_bytes:
+            k = higher.setup.parallel.zero_stage
+            notes.append(
+                f"ZeRO-{k} needs more than ZeRO-{k - 1} here: it holds a "
+                f"{memory(higher.term('buffers').gpu_bytes, query.unit)} buffer of whole layers "
+                f"gathered ahead of use, where ZeRO-{k - 1} keeps a "
+                f"{memory(lower.term('buffers').gpu_bytes, query.unit)} gradient bucket, and "
+                "that outweighs what sharding one more state saves."
+            )
     return TrainingView(
         query=query,
         report=report,
@@ -101,6 +113,7 @@ def training_view(query: TrainingQuery) -> TrainingView:
         bars=bars,
         limit_percent=100 * gpu.memory_bytes / scale,
         chart_json=json.dumps(chart),
+        stage_notes=notes,
     )
 
 

@@ -11,7 +11,10 @@ from app.templating import templates
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
 # Where a card's related calculators and demos live, by the slugs front matter uses.
-CALCULATOR_PAGES = {"memory": ("Memory per GPU (ZeRO)", "/calculators/memory")}
+CALCULATOR_PAGES = {
+    "memory": ("Memory per GPU (ZeRO)", "/calculators/memory"),
+    "training-memory": ("Training memory per GPU", "/calculators/training-memory"),
+}
 DEMO_PAGES = {"all-reduce": ("All-reduce on real ranks", "/demos/all-reduce")}
 
 

@@ -82,3 +82,32 @@ def test_all_ranks_together_hold_at_least_one_full_copy(params: float, dp: int, 
     # Sharding removes duplicates; it never loses a byte of state.
     s = model_states_per_gpu(params, dp, stage)
     assert s.total_bytes * dp >= 16 * params * (1 - 1e-12)
+
+
+# ZeRO (arXiv:1910.02054) Table 1: per-device model-state memory in GB for P_os, P_os+g and
+# P_os+g+p (K = 12) as the data-parallel degree grows. The paper prints 3-4 significant
+# digits and cuts some entries short (4187 for 4187.5), so each value must agree to within
+# one unit of its last printed digit.
+ZERO_TABLE_1 = {
+    7.5e9: {1: (120, 120, 120), 4: (52.5, 41.3, 30), 16: (35.6, 21.6, 7.5),
+            64: (31.4, 16.6, 1.88), 256: (30.4, 15.4, 0.47), 1024: (30.1, 15.1, 0.12)},
+    128e9: {1: (2048, 2048, 2048), 4: (896, 704, 512), 16: (608, 368, 128),
+            64: (536, 284, 32), 256: (518, 263, 8), 1024: (513, 257, 2)},
+    1e12: {1: (16000, 16000, 16000), 4: (7000, 5500, 4000), 16: (4750, 2875, 1000),
+           64: (4187, 2218, 250), 256: (4046, 2054, 62.5), 1024: (4011, 2013, 15.6)},
+}  # fmt: skip
+
+
+def _last_digit_unit(printed: float) -> float:
+    text = f"{printed:g}"
+    return 10 ** -len(text.split(".")[1]) if "." in text else 1.0
+
+
+@pytest.mark.parametrize(
+    ("params", "dp", "published"),
+    [(p, dp, row) for p, rows in ZERO_TABLE_1.items() for dp, row in rows.items()],
+)
+def test_zero_paper_table_1(params: float, dp: int, published: tuple[float, ...]) -> None:
+    for stage, printed in zip((1, 2, 3), published, strict=True):
+        computed = model_states_per_gpu(params, dp, stage).total_bytes / GB
+        assert abs(computed - printed) < _last_digit_unit(printed), (stage, computed, printed)

@@ -108,3 +108,15 @@ def test_fuzzed_inputs_never_give_a_5xx(client: TestClient, changes: dict) -> No
     for path in ("/api/calc/training-memory", "/calculators/training-memory/result"):
         response = client.get(path, params={**SCENARIO, **changes})
         assert response.status_code in (200, 422), (path, changes, response.text[:300])
+
+
+def test_page_says_why_a_higher_zero_stage_needs_more(client: TestClient) -> None:
+    # A deep ZeRO-3 prefetch on a small model over two ranks: the gathered layers cost more
+    # than sharding the weights saves, so ZeRO-3's bar is above ZeRO-2's.
+    params = {"preset": "gpt2-xl", "dp": 2, "tp": 1, "pp": 1, "zero_stage": 3,
+              "zero3_prefetch_layers": 48, "seq_len": 1024,
+              "sequence_parallel": "false"}  # fmt: skip
+    page = client.get("/calculators/training-memory/result", params=params).text
+    assert "ZeRO-3 needs more than ZeRO-2 here" in page
+    plain = client.get("/calculators/training-memory/result", params=SCENARIO).text
+    assert "needs more than" not in plain
