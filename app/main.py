@@ -17,9 +17,7 @@ from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
 
 from app.accounts.router import router as accounts_router
-from app.calculators.api import router as calculators_api
-from app.calculators.router import router as calculators_router
-from app.calculators.training_router import router as training_router
+from app.calculators import routers as calculator_routers
 from app.cards.router import router as cards_router
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR, Settings
@@ -88,15 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(CrossOriginProtection)
     app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
-    for router in (
-        cards_router,
-        calculators_router,
-        training_router,
-        calculators_api,
-        live_router,
-        accounts_router,
-        quiz_router,
-    ):
+    for router in (cards_router, *calculator_routers(), live_router, accounts_router, quiz_router):
         app.include_router(router)
 
     @app.exception_handler(LoginRequired)
