@@ -104,3 +104,17 @@ def test_training_memory_follows_a_preset_and_a_pasted_config(page: Page) -> Non
     expect(total).not_to_have_text(seven_b)
     page.fill("input[name=tp]", "3")
     expect(page.locator("#training-result .errors")).to_contain_text("must divide")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/cards/zero-stages", "/calculators/memory", "/calculators/training-memory",
+     "/demos/all-reduce"],
+)  # fmt: skip
+def test_pages_fit_a_phone_screen(page: Page, path: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(path)
+    page.wait_for_load_state("networkidle")
+    # Wide tables and formulas scroll inside their own boxes; the page itself never does.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    expect(page.locator("header.site nav a", has_text="Progress")).to_be_in_viewport()
