@@ -1,0 +1,60 @@
+"""`python -m app.calc communication`: communication volume and time per GPU per training step."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.communication_query import CommunicationQuery, communication_result
+from app.calc.units import GB
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "communication",
+        help="communication volume and time per GPU per step, for DP/ZeRO, TP, PP, EP and CP",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Every collective one GPU takes part in during a training step: count, elements,\n"
+            "bytes and alpha-beta time over the link chosen for each dimension (the page at\n"
+            "/calculators/communication). Ring factors from nccl-tests doc/PERFORMANCE.md;\n"
+            "ZeRO arXiv:1910.02054 Section 7; Megatron-LM arXiv:1909.08053 Section 3.\n"
+            "GB = 10^9 bytes.\n\n"
+            "  python -m app.calc communication --preset llama3-70b --dp 4 --tp 8 --pp 2\n"
+            "  python -m app.calc communication --preset mixtral-8x7b --dp 8 --tp 1 --pp 1 \\\n"
+            "      --ep 8 --zero-stage 3 --json"
+        ),
+    )
+    add_model_options(parser.add_argument_group("inputs (bounds as on the page)"),
+                      CommunicationQuery)  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print JSON (bytes, seconds)")
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    query = parse_model_options(parser, args, CommunicationQuery)
+    result = communication_result(query)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(
+        f"{result['model']}: {result['total_params']:,} parameters; dp {query.dp} x tp "
+        f"{query.tp} x pp {query.pp} x cp {query.cp} = {result['gpus']} GPUs, ep {query.ep}, "
+        f"ZeRO-{query.zero_stage}, {query.dtype}"
+    )
+    print(f"{'collective':<60}{'ranks':>6}{'calls':>8}{'GB/GPU':>10}{'link':>10}{'time s':>10}")
+    for r in result["collectives"]:
+        print(
+            f"{r['strategy'].upper() + ': ' + r['label']:<60}{r['ranks']:>6}"
+            f"{r['calls_per_step']:>8}{r['bytes_per_step'] / GB:>10.3f}{r['link']:>10}"
+            f"{r['time_s']:>10.4f}"
+        )
+    print(f"{'communication':<84}{result['bytes_per_step'] / GB:>10.3f}{result['comm_s']:>10.4f}")
+    print(
+        f"compute {result['compute_s']:g} s; step {result['step_s_perfect_overlap']:.4f} s with "
+        f"perfect overlap, {result['step_s_no_overlap']:.4f} s with none"
+    )
+    return 0

@@ -1,0 +1,202 @@
+"""The communication calculator's inputs: one flat model shared by the page, the shareable URL,
+the JSON API and the command line, and its full answer as plain data."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.calc.comm_volume import (
+    DTYPE_BYTES,
+    STRATEGIES,
+    CommCall,
+    CommLayout,
+    bus_factor,
+    step_calls,
+)
+from app.calc.links import LINKS, Link, alpha_beta_time
+from app.calc.model import PRESETS, count_params
+
+LABELS = {
+    "preset": "Model",
+    "dp": "Data parallel (DP)",
+    "tp": "Tensor parallel (TP)",
+    "pp": "Pipeline parallel (PP)",
+    "ep": "Expert parallel (EP)",
+    "cp": "Context parallel (CP)",
+    "zero_stage": "ZeRO stage",
+    "sequence_parallel": "Sequence parallel",
+    "seq_len": "Sequence length",
+    "micro_batch": "Micro-batch size",
+    "microbatches": "Micro-batches per step",
+    "dtype": "Data type on the wire",
+    "dp_link": "DP link",
+    "tp_link": "TP link",
+    "pp_link": "PP link",
+    "ep_link": "EP link",
+    "cp_link": "CP link",
+    "compute_s": "Compute time per step (s)",
+}
+
+STRATEGY_LABELS = {
+    "dp": "Data parallel",
+    "tp": "Tensor parallel",
+    "pp": "Pipeline parallel",
+    "ep": "Expert parallel",
+    "cp": "Context parallel",
+}
+
+Preset = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
+LinkName = Literal[tuple(LINKS)]  # type: ignore[valid-type]
+DtypeName = Literal[tuple(DTYPE_BYTES)]  # type: ignore[valid-type]
+
+
+def _count(le: int, description: str = "") -> Any:
+    return Field(ge=1, le=le, description=description)
+
+
+class CommunicationQuery(BaseModel):
+    """Everything the communication calculator takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: Preset = Field("llama3-70b", description="A published model.")
+    dp: Annotated[int, _count(65_536)] = 4
+    tp: Annotated[int, _count(512)] = 8
+    pp: Annotated[int, _count(512)] = 2
+    ep: Annotated[int, _count(1024, "carved out of dp * cp; MoE models only")] = 1
+    cp: Annotated[int, _count(1024)] = 1
+    zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
+    sequence_parallel: bool = True
+    seq_len: Annotated[int, _count(1_048_576)] = 8192
+    micro_batch: Annotated[int, _count(4096)] = 1
+    microbatches: Annotated[int, _count(65_536, "gradient accumulation steps")] = 8
+    dtype: DtypeName = Field("bf16", description="Gradients and activations on the wire.")
+    dp_link: LinkName = "ib-ndr"
+    tp_link: LinkName = "nvlink4"
+    pp_link: LinkName = "ib-ndr"
+    ep_link: LinkName = "ib-ndr"
+    cp_link: LinkName = "ib-ndr"
+    compute_s: Annotated[
+        float, Field(gt=0, le=1e6, description="Seconds of compute per step on one GPU.")
+    ] = 4.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CommunicationQuery:
+        cfg = PRESETS[self.preset]
+        problems = []
+        if cfg.heads % self.tp:
+            problems.append(f"Tensor parallel (TP) must divide the {cfg.heads} attention heads")
+        if self.pp > cfg.layers:
+            problems.append(f"Pipeline parallel (PP) cannot exceed the {cfg.layers} layers")
+        if self.seq_len % self.cp:
+            problems.append("Context parallel (CP) must divide the sequence length")
+        if self.ep > 1 and cfg.experts == 1:
+            problems.append("Expert parallel (EP) needs a mixture-of-experts model")
+        if not problems:
+            # The calculation's own checks become messages here, never a failure later.
+            try:
+                step_calls(self.layout())
+            except ValueError as exc:
+                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def layout(self) -> CommLayout:
+        return CommLayout(
+            model=PRESETS[self.preset], dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep,
+            cp=self.cp, zero_stage=self.zero_stage, sequence_parallel=self.sequence_parallel,
+            seq_len=self.seq_len, micro_batch=self.micro_batch, microbatches=self.microbatches,
+        )  # fmt: skip
+
+    def link(self, strategy: str) -> Link:
+        return LINKS[getattr(self, f"{strategy}_link")]
+
+
+def _call_row(call: CommCall, link: Link, element_bytes: int) -> dict[str, Any]:
+    sent_bytes = call.sent_elements * element_bytes
+    payload_bytes = call.payload_elements * element_bytes
+    time_per_call = alpha_beta_time(sent_bytes, call.steps, link)
+    factor = bus_factor(call.kind, call.ranks)
+    algbw = payload_bytes / time_per_call if time_per_call else 0.0
+    return {
+        "strategy": call.strategy,
+        "label": call.label,
+        "collective": call.kind,
+        "ranks": call.ranks,
+        "calls_per_step": call.calls,
+        "payload_elements": call.payload_elements,
+        "sent_elements_per_call": call.sent_elements,
+        "elements_per_step": call.elements_per_step,
+        "bytes_per_step": call.elements_per_step * element_bytes,
+        "latency_steps_per_call": call.steps,
+        "link": link.slug,
+        "time_per_call_s": time_per_call,
+        "time_s": call.calls * time_per_call,
+        "bus_factor": float(factor),
+        "algbw_bytes_per_s": algbw,
+        "busbw_bytes_per_s": algbw * float(factor),
+        "formula": call.formula,
+        "substituted": call.substituted,
+        "source": call.source,
+    }
+
+
+def communication_result(query: CommunicationQuery) -> dict[str, Any]:
+    """The calculator's full answer as plain data: what the API returns and `--json` prints."""
+    layout = query.layout()
+    counts = count_params(layout.model)
+    element_bytes = DTYPE_BYTES[query.dtype]
+    rows = [_call_row(c, query.link(c.strategy), element_bytes) for c in step_calls(layout)]
+    degrees = {"dp": query.dp * query.cp, "tp": query.tp, "pp": query.pp, "ep": query.ep,
+               "cp": query.cp}  # fmt: skip
+    strategies = []
+    for key in STRATEGIES:
+        mine = [r for r in rows if r["strategy"] == key]
+        strategies.append(
+            {
+                "strategy": key,
+                "label": STRATEGY_LABELS[key],
+                "ranks": degrees[key],
+                "link": getattr(query, f"{key}_link"),
+                "elements_per_step": sum(r["elements_per_step"] for r in mine),
+                "bytes_per_step": sum(r["bytes_per_step"] for r in mine),
+                "time_s": sum(r["time_s"] for r in mine),
+            }
+        )
+    comm_s = sum(s["time_s"] for s in strategies)
+    n_d = query.dp * query.cp
+    return {
+        "model": layout.model.name,
+        "total_params": counts.total,
+        "active_params": counts.active,
+        "gpus": layout.world_size,
+        "layers_in_stage": layout.layers_in_stage,
+        "dtype": query.dtype,
+        "bytes_per_element": element_bytes,
+        "ring": {
+            "ranks": n_d,
+            "share": (n_d - 1) / n_d,
+            "all_reduce_factor": 2 * (n_d - 1) / n_d,
+        },
+        "collectives": rows,
+        "strategies": strategies,
+        "links": {
+            key: {
+                "slug": link.slug,
+                "name": link.name,
+                "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+                "latency_s": link.latency_s,
+                "scope": link.scope,
+                "source": link.source,
+            }
+            for key, link in ((s, query.link(s)) for s in STRATEGIES)
+        },
+        "bytes_per_step": sum(s["bytes_per_step"] for s in strategies),
+        "comm_s": comm_s,
+        "compute_s": query.compute_s,
+        "step_s_perfect_overlap": max(query.compute_s, comm_s),
+        "step_s_no_overlap": query.compute_s + comm_s,
+    }

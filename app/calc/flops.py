@@ -1,0 +1,177 @@
+"""Training and inference compute: FLOPs per token, total FLOPs, time, GPU-hours, cost, MFU.
+
+Per token (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", arXiv:2001.08361,
+Section 2.1 and Table 1): a forward pass costs
+
+    C_forward = 2N + 2 * n_layer * n_ctx * d_attn
+
+FLOPs, N the non-embedding parameters (each weight is one multiply and one add per token) and
+the second term the attention scores and their weighted sum over n_ctx earlier tokens. The
+backward pass costs twice the forward, so training costs 3 x forward = 6N (+ 6 n_layer n_ctx
+d_attn); full activation recomputation runs the forward once more, 4 x = 8N; inference is the
+forward alone, 2N.
+
+Model FLOPs vs hardware FLOPs: MFU counts only what the model needs (6N per trained token,
+whatever the implementation recomputes); HFU counts what the hardware executes (8N with full
+recomputation). Both are defined in Chowdhery et al. 2022 (PaLM, arXiv:2204.02311), Section 4.1
+and Appendix B, which reports 46.2% MFU and 57.8% HFU for PaLM 540B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["training", "training_recompute", "inference"]
+
+# Forward passes' worth of FLOPs per token: backward = 2 forwards; recompute = 1 more forward.
+PASSES: dict[str, int] = {"training": 3, "training_recompute": 4, "inference": 1}
+MODE_LABELS: dict[str, str] = {
+    "training": "Training (6N: forward + backward)",
+    "training_recompute": "Training, full recompute (8N: + one forward)",
+    "inference": "Inference (2N: forward only)",
+}
+SECONDS_PER_DAY = 86_400
+SECONDS_PER_HOUR = 3_600
+
+
+def forward_flops_per_token(
+    params: float, n_layer: int = 0, n_ctx: int = 0, d_attn: int = 0
+) -> float:
+    """Kaplan et al. 2020, Table 1: C_forward = 2N + 2 n_layer n_ctx d_attn.
+
+    Leave n_layer (or n_ctx, d_attn) at 0 to drop the attention term, as C ≈ 6N does.
+    """
+    if params <= 0:
+        raise ValueError(f"the parameter count must be positive, got {params:g}")
+    if min(n_layer, n_ctx, d_attn) < 0:
+        raise ValueError("layers, context and attention width cannot be negative")
+    return 2 * params + 2 * n_layer * n_ctx * d_attn
+
+
+def flops_per_token(
+    params: float, mode: str, n_layer: int = 0, n_ctx: int = 0, d_attn: int = 0
+) -> float:
+    """FLOPs per token: 6N training, 8N with full recompute, 2N inference (+ attention term)."""
+    if mode not in PASSES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(PASSES)}")
+    return PASSES[mode] * forward_flops_per_token(params, n_layer, n_ctx, d_attn)
+
+
+def megatron_flops_per_iteration(
+    batch: int, seq: int, layers: int, hidden: int, vocab: int, recompute: bool = True
+) -> float:
+    """FLOPs of one training iteration of a GPT model, counting its GEMMs.
+
+    Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+    Megatron-LM", arXiv:2104.04473, Section 5.1, equation (3), with activation recomputation:
+
+        F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h))
+
+    Its Appendix counts, per layer and forward pass, 24 B s h^2 (QKV, projection, 4h MLP) +
+    4 B s^2 h (scores, weighted values), and 2 B s h V for the logit layer. Backward doubles
+    each; recomputation adds one forward of the transformer layers but not of the logit layer:
+    4 (24 B s h^2 + 4 B s^2 h) l + 3 (2 B s h V) = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+    Without recomputation the layers run 3 passes, not 4, which gives (our derivation, same
+    counts): 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+    """
+    for name, value in (("batch", batch), ("seq", seq), ("layers", layers),
+                        ("hidden", hidden), ("vocab", vocab)):  # fmt: skip
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    b, s, l, h, v = float(batch), float(seq), float(layers), float(hidden), float(vocab)  # noqa: E741
+    if recompute:
+        return 96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
+    return 72 * b * s * l * h**2 * (1 + s / (6 * h) + v / (12 * l * h))
+
+
+def training_time_s(total_flops: float, gpus: int, peak_flops: float, utilization: float) -> float:
+    """Seconds to execute `total_flops` on `gpus` accelerators running at `utilization` of peak.
+
+    Narayanan et al. 2021, Section 5.1: time = F * I / (n X) with X the achieved FLOP/s per GPU;
+    here X = utilization x peak.
+    """
+    if gpus < 1:
+        raise ValueError(f"the number of GPUs must be at least 1, got {gpus}")
+    if not 0 < utilization <= 1:
+        raise ValueError(f"utilization must be in (0, 1], got {utilization:g}")
+    if peak_flops <= 0 or total_flops < 0:
+        raise ValueError("peak FLOP/s must be positive and total FLOPs not negative")
+    return total_flops / (gpus * peak_flops * utilization)
+
+
+def utilization_from_throughput(
+    tokens_per_s: float, flops_per_token_: float, gpus: int, peak_flops: float
+) -> float:
+    """MFU (or HFU) from a measured throughput: tokens/s x FLOPs per token / (GPUs x peak).
+
+    With model FLOPs per token (6N) this is PaLM's MFU (arXiv:2204.02311, Appendix B); with
+    the FLOPs the hardware executes (8N under full recompute) it is HFU.
+    """
+    if tokens_per_s <= 0 or flops_per_token_ <= 0 or peak_flops <= 0 or gpus < 1:
+        raise ValueError("throughput, FLOPs per token, peak and GPUs must all be positive")
+    return tokens_per_s * flops_per_token_ / (gpus * peak_flops)
+
+
+@dataclass(frozen=True)
+class ComputeEstimate:
+    """Everything the compute calculator derives, in raw units."""
+
+    params: float  # N
+    tokens: float  # D
+    mode: str
+    forward_flops_per_token: float
+    hardware_flops_per_token: float  # what the GPUs execute (8N with recompute)
+    model_flops_per_token: float  # what the model needs (6N training, 2N inference)
+    hardware_flops: float  # total executed
+    model_flops: float
+    gpus: int
+    peak_flops: float  # per GPU, dense
+    utilization: float  # HFU: executed FLOPs / (GPUs x peak x time)
+    mfu: float  # model FLOPs / (GPUs x peak x time)
+    time_s: float
+    gpu_hours: float
+    cost: float
+    tokens_per_s: float
+
+
+def estimate(
+    params: float,
+    tokens: float,
+    mode: str,
+    gpus: int,
+    peak_flops: float,
+    utilization: float,
+    price_per_gpu_hour: float = 0.0,
+    n_layer: int = 0,
+    n_ctx: int = 0,
+    d_attn: int = 0,
+) -> ComputeEstimate:
+    """Total FLOPs for D tokens, then time = executed FLOPs / (GPUs x peak x utilization)."""
+    if tokens <= 0:
+        raise ValueError(f"the number of tokens must be positive, got {tokens:g}")
+    if price_per_gpu_hour < 0:
+        raise ValueError("the price per GPU-hour cannot be negative")
+    forward = forward_flops_per_token(params, n_layer, n_ctx, d_attn)
+    hardware = flops_per_token(params, mode, n_layer, n_ctx, d_attn)
+    model = forward * (1 if mode == "inference" else PASSES["training"])
+    time_s = training_time_s(hardware * tokens, gpus, peak_flops, utilization)
+    gpu_hours = gpus * time_s / SECONDS_PER_HOUR
+    return ComputeEstimate(
+        params=params,
+        tokens=tokens,
+        mode=mode,
+        forward_flops_per_token=forward,
+        hardware_flops_per_token=hardware,
+        model_flops_per_token=model,
+        hardware_flops=hardware * tokens,
+        model_flops=model * tokens,
+        gpus=gpus,
+        peak_flops=peak_flops,
+        utilization=utilization,
+        mfu=utilization * model / hardware,
+        time_s=time_s,
+        gpu_hours=gpu_hours,
+        cost=gpu_hours * price_per_gpu_hour,
+        tokens_per_s=tokens / time_s,
+    )

@@ -1,0 +1,168 @@
+"""The inference-memory calculator's inputs: one flat model for the page, the shareable URL,
+the JSON API and the command line, with every bound a person can hit explained in words."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.calc.gpus import GPUS
+from app.calc.inference import (
+    KV_BYTES,
+    WEIGHT_BYTES,
+    InferenceSetup,
+    inference_memory,
+    memory_vs_batch,
+)
+from app.calc.model import PRESETS, ModelConfig
+
+MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
+
+LABELS = {
+    "preset": "Model",
+    "layers": "Layers L",
+    "hidden": "Hidden size h",
+    "heads": "Attention heads a",
+    "kv_heads": "KV heads k",
+    "head_dim": "Head dim d",
+    "ffn_hidden": "FFN size",
+    "vocab": "Vocabulary V",
+    "weight_dtype": "Weights dtype",
+    "kv_dtype": "KV cache dtype",
+    "tp": "Tensor parallel t",
+    "context": "Context s (tokens per sequence)",
+    "batch": "Batch b (sequences)",
+    "overhead_gb": "Runtime overhead (GB)",
+    "utilisation": "GPU memory utilisation u",
+    "gpu": "GPU",
+    "unit": "Units",
+}
+
+Preset = Literal[("custom", *PRESETS)]  # type: ignore[valid-type]
+GpuName = Literal[tuple(GPUS)]  # type: ignore[valid-type]
+WeightDtypeName = Literal[tuple(WEIGHT_BYTES)]  # type: ignore[valid-type]
+KvDtypeName = Literal[tuple(KV_BYTES)]  # type: ignore[valid-type]
+
+# Batch sizes on the chart: powers of two up to a little past what fits.
+CHART_MAX_POWER = 16
+
+
+def _count(le: int, description: str = "") -> Any:
+    return Field(ge=1, le=le, description=description)
+
+
+class InferenceQuery(BaseModel):
+    """Everything the inference-memory calculator takes. Model fields left out come from
+    `preset`; a custom model starts from Llama 2 7B's shape (SwiGLU, RMSNorm, no biases)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: Preset = Field("llama2-70b", description="A published model, or 'custom'.")
+    layers: Annotated[int | None, _count(1000)] = None
+    hidden: Annotated[int | None, _count(131_072)] = None
+    heads: Annotated[int | None, _count(1024)] = None
+    kv_heads: Annotated[int | None, _count(1024, "= heads: MHA; 1: MQA")] = None
+    head_dim: Annotated[int | None, _count(1024, "empty: hidden / heads")] = None
+    ffn_hidden: Annotated[int | None, _count(1_048_576)] = None
+    vocab: Annotated[int | None, _count(2_000_000)] = None
+
+    weight_dtype: WeightDtypeName = "bf16"
+    kv_dtype: KvDtypeName = "bf16"
+    tp: Annotated[int, _count(1024, "tensor-parallel GPUs the model is split over")] = 4
+    context: Annotated[int, _count(16_777_216, "tokens per sequence (prompt + output)")] = 4096
+    batch: Annotated[int, _count(1_048_576, "sequences in the batch")] = 16
+    overhead_gb: Annotated[float, Field(ge=0, le=1000)] = 1.0
+    utilisation: Annotated[float, Field(gt=0, le=1, description="vLLM default 0.9")] = 0.9
+    gpu: GpuName = "h100-80gb"
+    unit: Literal["GB", "GiB"] = "GB"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> InferenceQuery:
+        try:
+            inference_memory(self.setup())
+        except ValueError as exc:
+            text = str(exc)
+            raise ValueError(text[:1].upper() + text[1:]) from None
+        return self
+
+    def model(self) -> ModelConfig:
+        """The preset's shape, with every model field the query gives taken instead."""
+        base = PRESETS.get(self.preset) or PRESETS["llama2-7b"]
+        given = {name: getattr(self, name) for name in MODEL_FIELDS}
+        if self.preset == "custom":
+            missing = [LABELS[n] for n in ("layers", "hidden", "heads", "ffn_hidden", "vocab")
+                       if given[n] is None]  # fmt: skip
+            if missing:
+                raise ValueError(f"a custom model needs {', '.join(missing)}")
+        overrides = {k: v for k, v in given.items() if v is not None}
+        if "heads" in overrides and "kv_heads" not in overrides and self.preset == "custom":
+            overrides["kv_heads"] = overrides["heads"]
+        cfg = replace(base, **overrides)
+        return cfg if cfg == base else replace(cfg, name="custom")
+
+    def setup(self) -> InferenceSetup:
+        return InferenceSetup(
+            model=self.model(),
+            weight_dtype=self.weight_dtype,
+            kv_dtype=self.kv_dtype,
+            tp=self.tp,
+            context=self.context,
+            batch=self.batch,
+            overhead_bytes=self.overhead_gb * 1e9,
+            gpu_memory_bytes=GPUS[self.gpu].memory_bytes,
+            utilisation=self.utilisation,
+        )
+
+
+def chart_batches(batch: int, largest_batch: int) -> list[int]:
+    """Powers of two from 1 to just past both the chosen and the largest fitting batch."""
+    top = max(8, 2 * batch, 2 * largest_batch)
+    out, b = [], 1
+    while b <= top and len(out) <= CHART_MAX_POWER:
+        out.append(b)
+        b *= 2
+    return out
+
+
+def inference_result(query: InferenceQuery) -> dict[str, Any]:
+    """The calculator's full answer as plain data: what the API returns and `--json` prints."""
+    setup = query.setup()
+    report = inference_memory(setup)
+    gpu = GPUS[query.gpu]
+    cfg = setup.model
+    points = memory_vs_batch(setup, chart_batches(query.batch, report.largest_batch))
+    return {
+        "model": asdict(cfg),
+        "total_params": report.total_params,
+        "head_dim": cfg.dim_per_head,
+        "kv_heads_per_gpu": report.kv_heads_per_gpu,
+        "kv_replicated": cfg.kv_heads < query.tp,
+        "kv_bytes_per_token_model": report.kv_bytes_per_token_model,
+        "kv_bytes_per_token_gpu": report.kv_bytes_per_token_gpu,
+        "weights_bytes": report.term("weights").bytes_,
+        "kv_cache_bytes": report.term("kv_cache").bytes_,
+        "overhead_bytes": report.term("overhead").bytes_,
+        "total_bytes": report.total_bytes,
+        "terms": [
+            {
+                "key": t.key,
+                "label": t.label,
+                "bytes": t.bytes_,
+                "formula": t.formula,
+                "substituted": t.substituted,
+                "source": t.source,
+            }
+            for t in report.terms
+        ],  # fmt: skip
+        "gpu": gpu.name,
+        "gpu_memory_bytes": gpu.memory_bytes,
+        "utilisation": query.utilisation,
+        "budget_bytes": report.budget_bytes,
+        "fits": report.fits,
+        "headroom_bytes": report.headroom_bytes,
+        "largest_batch": report.largest_batch,
+        "largest_context": report.largest_context,
+        "chart": {"batch": [b for b, _ in points], "total_bytes": [m for _, m in points]},
+    }

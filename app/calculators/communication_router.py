@@ -1,0 +1,152 @@
+"""The communication calculator: its page, the live fragment, and its JSON API."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+
+from app.calc.comm_volume import DTYPE_BYTES
+from app.calc.communication_query import LABELS, CommunicationQuery, communication_result
+from app.calc.links import LINKS
+from app.calc.model import PRESETS
+from app.calculators.communication_view import communication_view, gigabytes, rate, seconds
+from app.forms import parse_form
+from app.templating import templates
+
+router = APIRouter()
+
+PAGE = "/calculators/communication"
+
+
+class CollectiveOut(BaseModel):
+    strategy: str = Field(description="dp, tp, pp, ep or cp.")
+    label: str
+    collective: str = Field(description="all_reduce, reduce_scatter, all_gather, all_to_all, send")
+    ranks: int
+    calls_per_step: int
+    payload_elements: float = Field(description="S of one call, as nccl-tests sizes it.")
+    sent_elements_per_call: float = Field(description="Elements one GPU sends in one call.")
+    elements_per_step: float
+    bytes_per_step: float
+    latency_steps_per_call: int
+    link: str
+    time_per_call_s: float
+    time_s: float
+    bus_factor: float = Field(description="busbw / algbw (nccl-tests doc/PERFORMANCE.md).")
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    formula: str = Field(description="LaTeX, symbolic: elements per GPU per step.")
+    substituted: str = Field(description="LaTeX, with this request's numbers.")
+    source: str
+
+
+class StrategyOut(BaseModel):
+    strategy: str
+    label: str
+    ranks: int
+    link: str
+    elements_per_step: float
+    bytes_per_step: float
+    time_s: float
+
+
+class LinkOut(BaseModel):
+    slug: str
+    name: str
+    bandwidth_bytes_per_s: float = Field(description="Per GPU, per direction.")
+    latency_s: float = Field(description="alpha, per ring step.")
+    scope: str
+    source: str
+
+
+class RingOut(BaseModel):
+    ranks: int = Field(description="N_d = dp * cp, the ranks that reduce the gradients.")
+    share: float = Field(description="(N-1)/N: all-gather and reduce-scatter.")
+    all_reduce_factor: float = Field(description="2(N-1)/N: all-reduce.")
+
+
+class CommunicationResult(BaseModel):
+    model: str
+    total_params: int
+    active_params: int
+    gpus: int
+    layers_in_stage: int
+    dtype: str
+    bytes_per_element: int
+    ring: RingOut
+    collectives: list[CollectiveOut]
+    strategies: list[StrategyOut]
+    links: dict[str, LinkOut]
+    bytes_per_step: float
+    comm_s: float
+    compute_s: float
+    step_s_perfect_overlap: float = Field(description="max(compute, communication).")
+    step_s_no_overlap: float = Field(description="compute + communication.")
+
+
+def shareable_url(query: CommunicationQuery) -> str:
+    """The page's address holding every input, in the schema's order."""
+    values = {
+        k: str(v).lower() if isinstance(v, bool) else v for k, v in query.model_dump().items()
+    }
+    return f"{PAGE}?{urlencode(values)}"
+
+
+def _context(request: Request) -> tuple[dict[str, object], int]:
+    raw = dict(request.query_params)
+    query, errors = parse_form(CommunicationQuery, raw, LABELS)
+    options = {
+        "presets": [(k, v.name) for k, v in PRESETS.items()],
+        "links": [(k, link.name) for k, link in LINKS.items()],
+        "dtypes": [(k, f"{k} ({n} B)") for k, n in DTYPE_BYTES.items()],
+        "fmt": {"seconds": seconds, "gb": gigabytes, "rate": rate},
+    }
+    if query is None:
+        defaults = CommunicationQuery().model_dump()
+        return {"errors": errors, "query": None, "values": {**defaults, **raw}, **options}, 422
+    return {
+        "errors": [],
+        "query": query,
+        "values": query.model_dump(),
+        "view": communication_view(query),
+        "share_url": shareable_url(query),
+        **options,
+    }, 200
+
+
+@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def communication_page(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    return templates.TemplateResponse(
+        request, "calculators/communication.html", context, status_code=status
+    )
+
+
+@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def communication_fragment(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    response = templates.TemplateResponse(
+        request, "calculators/_communication_result.html", context, status_code=status
+    )
+    if status == 200:
+        response.headers["HX-Replace-Url"] = str(context["share_url"])
+    return response
+
+
+@router.get("/api/calc/communication", response_model=CommunicationResult, tags=["calculators"])
+def communication(query: Annotated[CommunicationQuery, Query()]) -> CommunicationResult:
+    """Communication volume and time per GPU per training step, collective by collective.
+
+    Ring volumes per GPU: all-reduce 2(N-1)/N, reduce-scatter / all-gather / all-to-all
+    (N-1)/N of the payload (nccl-tests doc/PERFORMANCE.md). DP and ZeRO after Rajbhandari et
+    al. (arXiv:1910.02054, Section 7: 2 Psi, ZeRO-3 3 Psi); TP after Megatron-LM
+    (arXiv:1909.08053, Section 3: 4 all-reduces of b*s*h per layer), with sequence
+    parallelism after arXiv:2205.05198 Section 4.2.2; PP activations and gradients per
+    micro-batch; EP all-to-all (GShard, arXiv:2006.16668); CP ring passes of K and V
+    (Megatron-Core context-parallel docs). Time: alpha-beta model over each dimension's link.
+    """
+    return CommunicationResult.model_validate(communication_result(query))

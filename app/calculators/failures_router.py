@@ -1,0 +1,149 @@
+"""The failures-and-checkpoints calculator: its page, the live fragment, and the JSON API."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+
+from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
+from app.forms import parse_form
+from app.templating import templates
+
+router = APIRouter()
+
+PAGE = "/calculators/failures"
+
+
+class FailuresChart(BaseModel):
+    interval_s: list[float]
+    goodput: list[float]
+
+
+class PublishedFailures(BaseModel):
+    interruptions: int
+    days: float
+    units: int
+    job_mtbf_s: float
+    unit_mtbf_s: float = Field(description="Per-GPU-equivalent MTBF if all units ran throughout.")
+    per_unit_per_month: float
+    source: str
+
+
+class FailuresResult(BaseModel):
+    units: int
+    unit_mtbf_s: float
+    unit_failures_per_month: float = Field(description="Per unit, 30-day months.")
+    window_s: float
+    unit_window_probability: float = Field(description="1 - exp(-w / M_u).")
+    job_window_probability: float = Field(description="1 - (1 - p)^n.")
+    job_mtbf_s: float = Field(description="M_u / n.")
+    expected_failures_in_run: float
+    checkpoint_s: float
+    restart_s: float
+    young_interval_s: float = Field(description="sqrt(2 C M_job), Young 1974.")
+    daly_interval_s: float = Field(description="Daly 2006's higher-order estimate.")
+    lost_per_failure_s: float = Field(description="tau/2 + R at Young's interval.")
+    goodput_young: float
+    goodput_daly: float
+    interval_s: float | None
+    goodput_interval: float | None
+    chart: FailuresChart
+    published: PublishedFailures
+
+
+def tex(value: float, digits: int = 4) -> str:
+    """A number for KaTeX, 1.23 \\times 10^{-5} style; safe for subnormal floats too."""
+    if value == 0 or 1e-3 <= abs(value) < 1e3:
+        return f"{value:.{digits}g}"
+    if 1e3 <= abs(value) < 1e7:  # whole numbers with thousands separators: 50{,}000
+        return f"{round(value):,}".replace(",", "{,}")
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{float(mantissa):g} \\times 10^{{{int(exponent)}}}"
+
+
+def minutes(seconds: float) -> str:
+    """A duration for the page: minutes below three hours, hours below two days, then days."""
+    if seconds < 3 * 3600:
+        return f"{seconds / 60:,.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.3g} h"
+    return f"{seconds / 86400:,.4g} days"
+
+
+def shareable_url(query: FailuresQuery) -> str:
+    values = {k: v for k, v in query.model_dump().items() if v is not None}
+    return f"{PAGE}?{urlencode(values)}"
+
+
+def _context(request: Request) -> tuple[dict[str, Any], int]:
+    raw = dict(request.query_params)
+    query, errors = parse_form(FailuresQuery, raw, LABELS)
+    options = {"rate_kinds": list(RATE_KINDS.items())}
+    if query is None:
+        return {"errors": errors, "query": None, "values": raw, **options}, 422
+    r = failures_result(query)
+    chart = {
+        "minutes": [x / 60 for x in r["chart"]["interval_s"]],
+        "goodput": r["chart"]["goodput"],
+        "young_min": r["young_interval_s"] / 60,
+        "daly_min": r["daly_interval_s"] / 60,
+        "chosen_min": r["interval_s"] / 60 if r["interval_s"] is not None else None,
+    }
+    return {
+        "errors": [],
+        "query": query,
+        "values": query.model_dump(),
+        "r": r,
+        "duration": minutes,
+        "tex": tex,
+        "chart_json": json.dumps(chart),
+        "share_url": shareable_url(query),
+        "llama_url": shareable_url(
+            query.model_copy(
+                update={
+                    "units": r["published"]["units"],
+                    "rate_kind": "mtbf_hours",
+                    "rate": round(r["published"]["unit_mtbf_s"] / 3600),
+                    "run_days": r["published"]["days"],
+                }
+            )
+        ),  # fmt: skip
+        **options,
+    }, 200
+
+
+@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def failures_page(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    return templates.TemplateResponse(
+        request, "calculators/failures.html", context, status_code=status
+    )
+
+
+@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def failures_fragment(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    response = templates.TemplateResponse(
+        request, "calculators/_failures_result.html", context, status_code=status
+    )
+    if status == 200:
+        response.headers["HX-Replace-Url"] = str(context["share_url"])
+    return response
+
+
+@router.get("/api/calc/failures", response_model=FailuresResult, tags=["calculators"])
+def failures_api(query: Annotated[FailuresQuery, Query()]) -> FailuresResult:
+    """Failure odds of an n-unit job and its optimal checkpoint interval.
+
+    Exponential failures: p = 1 − exp(−w/M) per unit, P = 1 − (1 − p)ⁿ for the job, job MTBF
+    M/n. Checkpoint interval √(2CM) (Young 1974, CACM 17(9)) and Daly's higher-order estimate
+    (Daly 2006, Future Generation Computer Systems 22(3)); goodput 1 − C/τ − (τ/2 + R)/M, the
+    first-order model. Durations in seconds. Published anchor: Llama 3 (arXiv:2407.21783,
+    §3.3.4), 419 unexpected interruptions in 54 days on up to 16,384 H100s.
+    """
+    return FailuresResult.model_validate(failures_result(query))

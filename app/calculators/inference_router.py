@@ -1,0 +1,149 @@
+"""The inference-memory calculator: its page, the live fragment, and the JSON API."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+
+from app.calc.gpus import GPUS
+from app.calc.inference import KV_BYTES, UTILISATION_SOURCE, WEIGHT_BYTES
+from app.calc.inference_query import LABELS, MODEL_FIELDS, InferenceQuery, inference_result
+from app.calc.model import PRESETS
+from app.calculators.schemas import ModelShape
+from app.formatting import MEMORY_UNITS, memory
+from app.forms import parse_form
+from app.templating import templates
+
+router = APIRouter()
+
+PAGE = "/calculators/inference-memory"
+
+
+class InferenceTermOut(BaseModel):
+    key: str
+    label: str
+    bytes: float = Field(description="Bytes per GPU.")
+    formula: str = Field(description="LaTeX, symbolic.")
+    substituted: str = Field(description="LaTeX, with this request's numbers.")
+    source: str
+
+
+class InferenceChart(BaseModel):
+    batch: list[int]
+    total_bytes: list[float]
+
+
+class InferenceMemoryResult(BaseModel):
+    model: ModelShape
+    total_params: int
+    head_dim: int
+    kv_heads_per_gpu: int = Field(description="max(1, kv_heads // tp), as vLLM.")
+    kv_replicated: bool = Field(description="True when kv_heads < tp: KV heads are replicated.")
+    kv_bytes_per_token_model: float = Field(description="2·L·k·d·B for the whole model.")
+    kv_bytes_per_token_gpu: float = Field(description="What one GPU holds per token.")
+    weights_bytes: float
+    kv_cache_bytes: float
+    overhead_bytes: float
+    total_bytes: float = Field(description="Bytes per GPU.")
+    terms: list[InferenceTermOut]
+    gpu: str
+    gpu_memory_bytes: float
+    utilisation: float
+    budget_bytes: float = Field(description="utilisation × GPU memory.")
+    fits: bool
+    headroom_bytes: float
+    largest_batch: int = Field(description="Largest batch that fits at the given context.")
+    largest_context: int = Field(description="Largest context that fits at the given batch.")
+    chart: InferenceChart
+
+
+def shareable_url(query: InferenceQuery) -> str:
+    """The page's address holding every input, model fields included."""
+    model = asdict(query.model())
+    values = {
+        name: model[name] if name in MODEL_FIELDS else getattr(query, name)
+        for name in InferenceQuery.model_fields
+    }
+    return f"{PAGE}?{urlencode({k: v for k, v in values.items() if v is not None})}"
+
+
+def _context(request: Request) -> tuple[dict[str, Any], int]:
+    raw = dict(request.query_params)
+    query, errors = parse_form(InferenceQuery, raw, LABELS)
+    options = {
+        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "gpus": [(k, g.name) for k, g in GPUS.items()],
+        "weight_dtypes": [(k, f"{k} ({b:g} B)") for k, b in WEIGHT_BYTES.items()],
+        "kv_dtypes": [(k, f"{k} ({b:g} B)") for k, b in KV_BYTES.items()],
+        "preset_json": json.dumps(
+            {k: {f: getattr(v, f) for f in MODEL_FIELDS} for k, v in PRESETS.items()}
+        ),
+    }
+    if query is None:
+        return {"errors": errors, "query": None, "values": raw, **options}, 422
+    result = inference_result(query)
+    values = query.model_dump()
+    values.update({k: v for k, v in result["model"].items() if k in MODEL_FIELDS})
+    unit = query.unit
+    chart = {
+        **result["chart"],
+        "budget_bytes": result["budget_bytes"],
+        "gpu_memory_bytes": result["gpu_memory_bytes"],
+        "batch_now": query.batch,
+        "unit": unit,
+        "unit_bytes": MEMORY_UNITS[unit],
+        "gpu": result["gpu"],
+    }
+    return {
+        "errors": [],
+        "query": query,
+        "values": values,
+        "r": result,
+        "fmt": lambda n: memory(n, unit),
+        "kv_bytes": KV_BYTES[query.kv_dtype],
+        "chart_json": json.dumps(chart),
+        "utilisation_source": UTILISATION_SOURCE,
+        "gpu_source": GPUS[query.gpu].source,
+        "share_url": shareable_url(query),
+        **options,
+    }, 200
+
+
+@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def inference_page(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    return templates.TemplateResponse(
+        request, "calculators/inference.html", context, status_code=status
+    )
+
+
+@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def inference_fragment(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    response = templates.TemplateResponse(
+        request, "calculators/_inference_result.html", context, status_code=status
+    )
+    if status == 200:
+        response.headers["HX-Replace-Url"] = str(context["share_url"])
+    return response
+
+
+@router.get(
+    "/api/calc/inference-memory", response_model=InferenceMemoryResult, tags=["calculators"]
+)
+def inference_api(query: Annotated[InferenceQuery, Query()]) -> InferenceMemoryResult:
+    """Inference memory per GPU: weights, KV cache and overhead under tensor parallelism.
+
+    Weights Ψ·B_w/t; KV cache 2·L·k_GPU·d·s·b·B_kv (How To Scale Your Model, inference chapter;
+    Kwon et al. 2023, arXiv:2309.06180, Section 3), with k_GPU = max(1, k // t): KV heads are
+    replicated when there are fewer than t, as vLLM does (ModelConfig.get_num_kv_heads). What
+    fits is judged against utilisation × GPU memory (vLLM --gpu-memory-utilization, default
+    0.9). int4 weights count 0.5 B each, without per-group scales.
+    """
+    return InferenceMemoryResult.model_validate(inference_result(query))

@@ -1,0 +1,135 @@
+"""The pipeline-schedule calculator: its page, its live fragment and its JSON API."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
+
+from app.calc.pipeline import SCHEDULE_NAMES
+from app.calc.pipeline_query import LABELS, PipelineQuery, pipeline_result
+from app.calculators.pipeline_view import number, percent, pipeline_view, plain
+from app.forms import parse_form
+from app.templating import templates
+
+router = APIRouter()
+
+PAGE = "/calculators/pipeline"
+
+
+class TimelineBlock(BaseModel):
+    kind: str  # F, B (input gradient), W (weight gradient), BW (whole backward)
+    microbatch: int  # from 0
+    chunk: int  # model chunk on the stage, from 0
+    start: float
+    end: float
+
+
+class ClosedFormResult(BaseModel):
+    bubble_time: float
+    over_ideal: float
+    fraction_of_total: float
+    formula: str
+    substituted: str
+    source: str
+    exact: bool
+
+
+class ScheduleSummary(BaseModel):
+    schedule: str
+    name: str
+    problem: str | None
+    total_time: float | None = None
+    bubble_fraction_of_total: float | None = None
+    bubble_over_ideal: float | None = None
+    closed_form_over_ideal: float | None = None
+    peak_in_flight: float | None = None
+
+
+class PipelineResult(BaseModel):
+    schedule: str
+    schedule_name: str
+    pp: int
+    microbatches: int
+    virtual_stages: int
+    t_f: float
+    t_b: float
+    t_w: float
+    t_p2p: float
+    total_time: float
+    ideal_time: float
+    busy_time: float
+    idle_time: float
+    bubble_fraction_of_total: float
+    bubble_over_ideal: float
+    closed_form: ClosedFormResult
+    peak_in_flight: list[float]
+    timeline: list[list[TimelineBlock]]
+    comparison: list[ScheduleSummary]
+
+
+def shareable_url(query: PipelineQuery) -> str:
+    """The page's address holding every input, in the schema's order."""
+    values = {
+        k: str(v).lower() if isinstance(v, bool) else (f"{v:g}" if isinstance(v, float) else v)
+        for k, v in query.model_dump().items()
+    }
+    return f"{PAGE}?{urlencode(values)}"
+
+
+def _context(request: Request) -> tuple[dict[str, object], int]:
+    raw = dict(request.query_params)
+    query, errors = parse_form(PipelineQuery, raw, LABELS)
+    options = {
+        "schedules": list(SCHEDULE_NAMES.items()),
+        "number": number,
+        "plain": plain,
+        "percent": percent,
+    }
+    if query is None:
+        return {"errors": errors, "query": None, "values": raw, **options}, 422
+    return {
+        "errors": [],
+        "query": query,
+        "values": query.model_dump(),
+        "view": pipeline_view(query),
+        "share_url": shareable_url(query),
+        **options,
+    }, 200
+
+
+@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def pipeline_page(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    return templates.TemplateResponse(
+        request, "calculators/pipeline.html", context, status_code=status
+    )
+
+
+@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
+def pipeline_fragment(request: Request) -> HTMLResponse:
+    context, status = _context(request)
+    response = templates.TemplateResponse(
+        request, "calculators/_pipeline_result.html", context, status_code=status
+    )
+    if status == 200:
+        response.headers["HX-Replace-Url"] = str(context["share_url"])
+    return response
+
+
+@router.get("/api/calc/pipeline", response_model=PipelineResult, tags=["calculators"])
+def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> PipelineResult:
+    """Pipeline schedules simulated: GPipe, 1F1B, interleaved 1F1B and zero-bubble ZB-H1.
+
+    Every stage runs its schedule's actions in order, each as soon as its stage is free and
+    its input has arrived. Returns every block (stage, kind, micro-batch, chunk, start, end),
+    the total time, the bubble both ways (idle / (p x total) and idle / busy = t_pb / t_id),
+    the published closed form beside it, and the peak micro-batches in flight per stage.
+    Sources: Narayanan et al., arXiv:2104.04473, Sections 2.2.1-2.2.2 (GPipe, 1F1B,
+    interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.2
+    (ZB-H1).
+    """
+    return PipelineResult.model_validate(pipeline_result(query))

@@ -1,0 +1,28 @@
+// The compute & time page: days to finish vs GPU count, drawn from the data the server rendered,
+// again after every htmx swap of the result.
+(function () {
+  "use strict";
+
+  function drawChart() {
+    var el = document.getElementById("compute-chart");
+    if (!el || !window.uPlot || el.dataset.drawn) return;
+    var s = JSON.parse(el.dataset.series);
+    var here = s.gpus.map(function (g, i) { return g === s.current ? s.days[i] : null; });
+    new window.uPlot({
+      width: Math.max(280, el.clientWidth || 600), height: 260,
+      scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
+      axes: [{ label: "GPUs" }, { label: "days", size: 70 }],
+      series: [
+        { label: "GPUs" },
+        { label: "days at this utilization", stroke: "#2f5bd3", width: 2 },
+        { label: "this set-up", stroke: "#b42318", width: 0, points: { show: true, size: 10, fill: "#b42318" } },
+      ],
+    }, [s.gpus, s.days, here], el);
+    el.dataset.drawn = "1";
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    drawChart();
+    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+  });
+})();

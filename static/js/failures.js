@@ -1,0 +1,36 @@
+// The failures page: goodput against the checkpoint interval, drawn from the data the server
+// rendered, with Young's, Daly's and the chosen interval marked (redrawn after htmx swaps).
+(function () {
+  "use strict";
+
+  function mark(xs, ys, at) {
+    return xs.map(function (x, i) { return at !== null && x === at ? ys[i] : null; });
+  }
+
+  function drawChart() {
+    var el = document.getElementById("failures-chart");
+    if (!el || !window.uPlot || el.dataset.drawn) return;
+    var s = JSON.parse(el.dataset.series);
+    var pct = s.goodput.map(function (g) { return 100 * g; });
+    var dot = function (color) { return { show: true, size: 10, fill: color, stroke: color }; };
+    new window.uPlot({
+      width: Math.max(280, el.clientWidth || 600), height: 260,
+      scales: { x: { time: false, distr: 3 } },
+      axes: [{ label: "checkpoint interval τ (minutes)" }, { label: "goodput %", size: 50 }],
+      series: [
+        { label: "τ (min)" },
+        { label: "goodput", stroke: "#2f5bd3", width: 2 },
+        { label: "Young", stroke: "#b42318", width: 0, points: dot("#b42318") },
+        { label: "Daly", stroke: "#7a4fc7", width: 0, points: dot("#7a4fc7") },
+        { label: "yours", stroke: "#1f7a4d", width: 0, points: dot("#1f7a4d") },
+      ],
+    }, [s.minutes, pct, mark(s.minutes, pct, s.young_min), mark(s.minutes, pct, s.daly_min),
+        mark(s.minutes, pct, s.chosen_min)], el);
+    el.dataset.drawn = "1";
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    drawChart();
+    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+  });
+})();

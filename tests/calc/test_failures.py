@@ -1,0 +1,157 @@
+"""Failures and checkpoints: hand derivations, Daly's published figures, Llama 3's record."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.calc.failures import (
+    DAY,
+    HOUR,
+    LLAMA3_405B,
+    MONTH,
+    daly_interval,
+    goodput,
+    job_mtbf,
+    job_probability,
+    lost_per_failure,
+    mtbf_from_probability,
+    mtbf_from_rate,
+    window_probability,
+    young_interval,
+)
+
+MIN = 60.0
+
+
+def test_window_probability_by_hand() -> None:
+    # M = 50,000 h, w = 24 h: p = 1 - e^(-24/50000) = 1 - e^(-0.00048) = 4.79885e-4.
+    p = window_probability(50_000 * HOUR, 24 * HOUR)
+    assert p == pytest.approx(1 - math.exp(-0.00048), rel=1e-12)
+    assert p == pytest.approx(4.798848e-4, rel=1e-6)
+    # One MTBF: 1 - 1/e.
+    assert window_probability(10.0, 10.0) == pytest.approx(1 - 1 / math.e)
+
+
+def test_job_probability_by_hand() -> None:
+    assert job_probability(0.5, 2) == pytest.approx(0.75)  # 1 - 0.5^2
+    # 1 - 0.99^100 = 0.633968
+    assert job_probability(0.01, 100) == pytest.approx(0.6339676587, rel=1e-9)
+    assert job_probability(1.0, 3) == 1.0 and job_probability(0.0, 10**6) == 0.0
+
+
+def test_rate_conversions_round_trip() -> None:
+    # 0.01 failures per GPU per 30-day month = an MTBF of 100 months = 72,000 h.
+    m = mtbf_from_rate(0.01, MONTH)
+    assert m == 72_000 * HOUR
+    p = window_probability(m, DAY)
+    assert mtbf_from_probability(p, DAY) == pytest.approx(m, rel=1e-9)
+    # The job of n units fails in the window as often as a unit of MTBF M/n does.
+    assert job_probability(p, 1000) == pytest.approx(window_probability(job_mtbf(m, 1000), DAY))
+
+
+def test_young_by_hand() -> None:
+    # C = 5 min, M = 24 h = 1440 min: sqrt(2 x 5 x 1440) = sqrt(14400) = 120 min.
+    assert young_interval(5 * MIN, 1440 * MIN) == pytest.approx(120 * MIN)
+
+
+def test_daly_by_hand() -> None:
+    # C = 5, M = 1440 min: x = C/2M = 5/2880 = 0.00173611; sqrt(x) = 0.0416667.
+    # tau = 120 x (1 + 0.0416667/3 + 0.00173611/9) - 5 = 120 x 1.0140818 - 5 = 116.6898 min.
+    x = 5 / 2880
+    expected = 120 * (1 + math.sqrt(x) / 3 + x / 9) - 5
+    assert expected == pytest.approx(116.6898, abs=1e-4)
+    assert daly_interval(5 * MIN, 1440 * MIN) / MIN == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("mtbf_min", "published"), [(1440, 117), (360, 57), (15, 9.1)])
+def test_daly_published_figures(mtbf_min: float, published: float) -> None:
+    # Daly 2006, FGCS 22(3), Figures 3-5 (R = 10 min, delta = 5 min): "The new model predicts
+    # tau_opt = 117 min" (M = 24 h), "57 min" (M = 6 h), "9.1 min" (M = 15 min).
+    tau = daly_interval(5 * MIN, mtbf_min * MIN) / MIN
+    digits = 1 if published < 10 else 0
+    assert round(tau, digits) == published
+
+
+def test_daly_beyond_two_mtbf_is_the_mtbf() -> None:
+    assert daly_interval(3 * MIN, 1 * MIN) == 1 * MIN
+    assert daly_interval(2 * MIN, 1 * MIN) == 1 * MIN
+
+
+def test_goodput_by_hand() -> None:
+    # tau = 120, C = 5, R = 10, M = 1440 min: 1 - 5/120 - (60 + 10)/1440 = 0.9097222.
+    assert lost_per_failure(120 * MIN, 10 * MIN) == 70 * MIN
+    g = goodput(120 * MIN, 5 * MIN, 10 * MIN, 1440 * MIN)
+    assert g == pytest.approx(1 - 5 / 120 - 70 / 1440) == pytest.approx(0.9097222, abs=1e-7)
+    assert goodput(1.0, 100.0, 0.0, 10.0) == 0.0  # floored: checkpoints take all the time
+
+
+def test_llama3_implied_rates() -> None:
+    # arXiv:2407.21783, §3.3.4: 419 unexpected interruptions in a 54-day snapshot, on up to
+    # 16,384 H100s. Job MTBF = 54 x 24 / 419 = 1296 / 419 = 3.0931 h; per GPU-equivalent
+    # 1296 x 16,384 / 419 = 50,677.0 h (5.8 years); 419 / 16,384 / 54 x 30 = 0.01421 per GPU-month.
+    assert LLAMA3_405B.job_mtbf_s / HOUR == pytest.approx(1296 / 419)
+    assert LLAMA3_405B.job_mtbf_s / HOUR == pytest.approx(3.0931, abs=1e-4)
+    assert (
+        LLAMA3_405B.unit_mtbf_s / HOUR
+        == pytest.approx(1296 * 16_384 / 419)
+        == pytest.approx(50_677.0, abs=0.01)
+    )
+    assert LLAMA3_405B.per_unit_per_month == pytest.approx(419 / 16_384 / 54 * 30)
+    assert LLAMA3_405B.per_unit_per_month == pytest.approx(0.014208, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: window_probability(0, 1),
+        lambda: mtbf_from_probability(1.0, 1),
+        lambda: mtbf_from_rate(0, 1),
+        lambda: job_probability(0.5, 0),
+        lambda: young_interval(0, 1),
+        lambda: daly_interval(1, 0),
+        lambda: goodput(0, 1, 1, 1),
+    ],
+)
+def test_impossible_inputs_raise(call) -> None:
+    with pytest.raises(ValueError):
+        call()
+
+
+probabilities = st.floats(0, 1)
+units = st.integers(1, 10**7)
+positive = st.floats(1e-3, 1e9)
+
+
+@given(p=probabilities, n=units, more=st.integers(0, 10**6))
+def test_job_probability_in_unit_interval_and_grows_with_n(p: float, n: int, more: int) -> None:
+    small, large = job_probability(p, n), job_probability(p, n + more)
+    assert 0 <= small <= large <= 1
+    assert small >= p - 1e-15  # never less likely than one unit failing
+
+
+@given(m=positive, w=st.floats(0, 1e9), longer=st.floats(0, 1e9), n=units)
+def test_probability_grows_with_the_window(m: float, w: float, longer: float, n: int) -> None:
+    p, q = window_probability(m, w), window_probability(m, w + longer)
+    assert 0 <= p <= q <= 1
+    assert 0 <= job_probability(p, n) <= job_probability(q, n) <= 1
+
+
+@given(m=positive, x=st.floats(1e-12, 1e-4))
+def test_daly_tends_to_young_as_c_over_m_vanishes(m: float, x: float) -> None:
+    c = 2 * m * x  # x = C / 2M
+    ratio = daly_interval(c, m) / young_interval(c, m)
+    # tau_D / tau_Y = 1 - 2x/3 / sqrt(x) ... = 1 - (2/3) sqrt(x) + x/9: within 1 sqrt(x) of 1.
+    assert abs(ratio - 1) <= math.sqrt(x)
+
+
+@given(c=st.floats(1, 1e4), r=st.floats(0, 1e4), m=st.floats(1e3, 1e9))
+def test_goodput_peaks_at_youngs_interval(c: float, r: float, m: float) -> None:
+    tau = young_interval(c, m)
+    best = goodput(tau, c, r, m)
+    assert best >= goodput(tau / 2, c, r, m)
+    assert best >= goodput(2 * tau, c, r, m)
+    assert 0 <= best <= 1
