@@ -35,6 +35,8 @@ def count_short(value: float) -> str:
 
 def latex_number(value: float, digits: int = 4) -> str:
     """A number for KaTeX: 7.5e9 becomes 7.5 \\times 10^{9}; small ones stay plain."""
+    if not math.isfinite(value):
+        return r"\infty" if value > 0 else (r"-\infty" if value < 0 else r"\text{NaN}")
     if value == 0 or 1e-3 <= abs(value) < 1e5:
         return f"{value:.{digits}g}"
     exponent = math.floor(math.log10(abs(value)))

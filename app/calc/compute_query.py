@@ -72,7 +72,7 @@ class ComputeQuery(BaseModel):
     dtype: DtypeName = "bf16"
     gpus: Annotated[int, Field(ge=1, le=10_000_000)] = 1024
     utilization: Annotated[
-        float, Field(gt=0, le=1, description="fraction of peak the GPUs execute (HFU)")
+        float, Field(ge=0.001, le=1, description="fraction of peak the GPUs execute (HFU)")
     ] = 0.45
     price_per_gpu_hour: Annotated[float, Field(ge=0, le=10_000)] = 2.0
     measured_tokens_per_s: Annotated[

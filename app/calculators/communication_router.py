@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from app.calc.comm_volume import DTYPE_BYTES
@@ -14,8 +12,8 @@ from app.calc.communication_query import LABELS, CommunicationQuery, communicati
 from app.calc.links import LINKS
 from app.calc.model import PRESETS
 from app.calculators.communication_view import communication_view, gigabytes, rate, seconds
+from app.calculators.pages import add_calculator_pages, share_url
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -90,10 +88,7 @@ class CommunicationResult(BaseModel):
 
 def shareable_url(query: CommunicationQuery) -> str:
     """The page's address holding every input, in the schema's order."""
-    values = {
-        k: str(v).lower() if isinstance(v, bool) else v for k, v in query.model_dump().items()
-    }
-    return f"{PAGE}?{urlencode(values)}"
+    return share_url(PAGE, query.model_dump())
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
@@ -118,23 +113,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def communication_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/communication.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def communication_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_communication_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "communication", _context)
 
 
 @router.get("/api/calc/communication", response_model=CommunicationResult, tags=["calculators"])

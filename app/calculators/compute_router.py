@@ -7,16 +7,15 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from app.calc.compute_query import LABELS, ComputeQuery, compute_result
 from app.calc.flops import MODE_LABELS, SECONDS_PER_DAY, training_time_s
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
 from app.calc.model import PRESETS
+from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -104,13 +103,8 @@ def compute_api(query: Annotated[ComputeQuery, Query()]) -> ComputeResult:
 
 
 def shareable_url(query: ComputeQuery) -> str:
-    """The page's address holding every input that is set, in the schema's order."""
-    values = {
-        k: str(v).lower() if isinstance(v, bool) else v
-        for k, v in query.model_dump().items()
-        if v is not None
-    }
-    return f"{PAGE}?{urlencode(values)}"
+    """The page's address holding every input, in the schema's order."""
+    return share_url(PAGE, query.model_dump())
 
 
 def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -241,20 +235,4 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def compute_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/compute.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def compute_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_compute_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "compute", _context)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
+from app.calculators.pages import add_calculator_pages, share_url
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -76,8 +74,8 @@ def minutes(seconds: float) -> str:
 
 
 def shareable_url(query: FailuresQuery) -> str:
-    values = {k: v for k, v in query.model_dump().items() if v is not None}
-    return f"{PAGE}?{urlencode(values)}"
+    """The page's address holding every input, in the schema's order."""
+    return share_url(PAGE, query.model_dump())
 
 
 def _context(request: Request) -> tuple[dict[str, Any], int]:
@@ -117,23 +115,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def failures_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/failures.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def failures_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_failures_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "failures", _context)
 
 
 @router.get("/api/calc/failures", response_model=FailuresResult, tags=["calculators"])

@@ -5,20 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from app.calc.gpus import GPUS
 from app.calc.inference import KV_BYTES, UTILISATION_SOURCE, WEIGHT_BYTES
 from app.calc.inference_query import LABELS, MODEL_FIELDS, InferenceQuery, inference_result
 from app.calc.model import PRESETS
+from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import ModelShape
 from app.formatting import MEMORY_UNITS, memory
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -66,11 +64,13 @@ class InferenceMemoryResult(BaseModel):
 def shareable_url(query: InferenceQuery) -> str:
     """The page's address holding every input, model fields included."""
     model = asdict(query.model())
-    values = {
-        name: model[name] if name in MODEL_FIELDS else getattr(query, name)
-        for name in InferenceQuery.model_fields
-    }
-    return f"{PAGE}?{urlencode({k: v for k, v in values.items() if v is not None})}"
+    return share_url(
+        PAGE,
+        {
+            name: model[name] if name in MODEL_FIELDS else getattr(query, name)
+            for name in InferenceQuery.model_fields
+        },
+    )
 
 
 def _context(request: Request) -> tuple[dict[str, Any], int]:
@@ -115,23 +115,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def inference_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/inference.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def inference_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_inference_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "inference", _context)
 
 
 @router.get(

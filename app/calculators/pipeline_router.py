@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
 from app.calc.pipeline import SCHEDULE_NAMES
 from app.calc.pipeline_query import LABELS, PipelineQuery, pipeline_result
+from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.pipeline_view import number, percent, pipeline_view, plain
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -73,11 +71,7 @@ class PipelineResult(BaseModel):
 
 def shareable_url(query: PipelineQuery) -> str:
     """The page's address holding every input, in the schema's order."""
-    values = {
-        k: str(v).lower() if isinstance(v, bool) else (f"{v:g}" if isinstance(v, float) else v)
-        for k, v in query.model_dump().items()
-    }
-    return f"{PAGE}?{urlencode(values)}"
+    return share_url(PAGE, query.model_dump())
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
@@ -101,23 +95,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def pipeline_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/pipeline.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def pipeline_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_pipeline_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "pipeline", _context)
 
 
 @router.get("/api/calc/pipeline", response_model=PipelineResult, tags=["calculators"])

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
 from app.calc.roofline import attainable
 from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_result
+from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form
-from app.templating import templates
 
 router = APIRouter()
 
@@ -73,7 +71,8 @@ def roofline_api(query: Annotated[RooflineQuery, Query()]) -> RooflineResult:
 
 
 def shareable_url(query: RooflineQuery) -> str:
-    return f"{PAGE}?{urlencode(query.model_dump())}"
+    """The page's address holding every input, in the schema's order."""
+    return share_url(PAGE, query.model_dump())
 
 
 def _formulas(query: RooflineQuery, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -186,20 +185,4 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-@router.get(PAGE, response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def roofline_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/roofline.html", context, status_code=status
-    )
-
-
-@router.get(f"{PAGE}/result", response_class=HTMLResponse, include_in_schema=False, tags=["pages"])
-def roofline_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_roofline_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "roofline", _context)

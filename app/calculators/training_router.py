@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
 
 from app.calc.gpus import GPUS
 from app.calc.model import PRESETS
 from app.calc.precision import OPTIMIZERS, RECIPES, bytes_per_param, conventions
 from app.calc.training_query import LABELS, MODEL_FIELDS, TrainingQuery
+from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.training_view import assumptions, training_view
 from app.forms import parse_form
-from app.templating import templates
 
-router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
+router = APIRouter()
 
 PAGE = "/calculators/training-memory"
 
@@ -25,15 +23,13 @@ PAGE = "/calculators/training-memory"
 def shareable_url(query: TrainingQuery) -> str:
     """The page's address holding every input, model fields included."""
     model = asdict(query.model())
-    values = {
-        name: model[name] if name in MODEL_FIELDS else getattr(query, name)
-        for name in TrainingQuery.model_fields
-    }
-    # In the schema's order, so one set-up always has one address.
-    encoded = {
-        k: str(v).lower() if isinstance(v, bool) else v for k, v in values.items() if v is not None
-    }
-    return f"{PAGE}?{urlencode(encoded)}"
+    return share_url(
+        PAGE,
+        {
+            name: model[name] if name in MODEL_FIELDS else getattr(query, name)
+            for name in TrainingQuery.model_fields
+        },
+    )
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
@@ -75,20 +71,4 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-@router.get("/training-memory", response_class=HTMLResponse)
-def training_page(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    return templates.TemplateResponse(
-        request, "calculators/training.html", context, status_code=status
-    )
-
-
-@router.get("/training-memory/result", response_class=HTMLResponse)
-def training_fragment(request: Request) -> HTMLResponse:
-    context, status = _context(request)
-    response = templates.TemplateResponse(
-        request, "calculators/_training_result.html", context, status_code=status
-    )
-    if status == 200:
-        response.headers["HX-Replace-Url"] = str(context["share_url"])
-    return response
+add_calculator_pages(router, PAGE, "training", _context)
