@@ -19,7 +19,7 @@ V*h output projection unless it is tied to the embedding. Rotary embeddings have
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 FfnType = Literal["gelu", "swiglu"]  # 2 matrices (up, down) or 3 (gate, up, down)
@@ -429,3 +429,27 @@ def from_hf_config(data: Mapping[str, Any], name: str = "custom") -> ModelConfig
         name=name,
         attention_out_bias=False if qwen2 else None,
     )
+
+
+# What a custom model must state; every other field has a sensible default.
+REQUIRED_FOR_CUSTOM = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
+
+
+def model_with(
+    preset: str, given: Mapping[str, Any], labels: Mapping[str, str] | None = None
+) -> ModelConfig:
+    """A preset's shape with each given field (None: keep the preset's) put in its place.
+
+    `preset` "custom" starts from Llama 2 7B's defaults and needs REQUIRED_FOR_CUSTOM; its
+    KV heads default to its heads (MHA). The result keeps the preset's name only while it
+    still is that preset. `labels` names fields in the error message the way a form does.
+    """
+    overrides = {k: v for k, v in given.items() if v is not None}
+    if preset == "custom":
+        missing = [(labels or {}).get(n, n) for n in REQUIRED_FOR_CUSTOM if n not in overrides]
+        if missing:
+            raise ValueError(f"a custom model needs {', '.join(missing)}")
+        overrides.setdefault("kv_heads", overrides["heads"])
+    base = PRESETS.get(preset) or PRESETS["llama2-7b"]
+    cfg = replace(base, **overrides)
+    return cfg if cfg == base else replace(cfg, name="custom")

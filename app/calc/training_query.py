@@ -3,14 +3,14 @@ URL, the JSON API and the command line, with every bound a person can hit explai
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.calc.activations import ActivationSetup
 from app.calc.gpus import GPUS
-from app.calc.model import PRESETS, ModelConfig
+from app.calc.model import PRESETS, ModelConfig, model_with
 from app.calc.precision import OPTIMIZERS, RECIPES
 from app.calc.training import Parallelism, TrainingSetup, training_memory, verdict
 
@@ -156,19 +156,7 @@ class TrainingQuery(BaseModel):
 
     def model(self) -> ModelConfig:
         """The preset's shape, with every model field the query gives taken instead."""
-        base = PRESETS.get(self.preset) or PRESETS["llama2-7b"]
-        given = {name: getattr(self, name) for name in MODEL_FIELDS}
-        if self.preset == "custom":
-            missing = [LABELS[n] for n in ("layers", "hidden", "heads", "ffn_hidden", "vocab")
-                       if given[n] is None]  # fmt: skip
-            if missing:
-                raise ValueError(f"a custom model needs {', '.join(missing)}")
-        overrides = {k: v for k, v in given.items() if v is not None}
-        if "heads" in overrides and "kv_heads" not in overrides and self.preset == "custom":
-            overrides["kv_heads"] = overrides["heads"]
-        cfg = replace(base, **overrides)
-        # Fields that repeat the preset's own values still name the preset.
-        return cfg if cfg == base else replace(cfg, name="custom")
+        return model_with(self.preset, {n: getattr(self, n) for n in MODEL_FIELDS}, LABELS)
 
     def setup(self) -> TrainingSetup:
         return TrainingSetup(
