@@ -39,9 +39,9 @@ def latex_number(value: float, digits: int = 4) -> str:
         return r"\infty" if value > 0 else (r"-\infty" if value < 0 else r"\text{NaN}")
     if value == 0 or 1e-3 <= abs(value) < 1e5:
         return f"{value:.{digits}g}"
-    exponent = math.floor(math.log10(abs(value)))
-    mantissa = value / 10**exponent
-    return f"{mantissa:.{digits}g} \\times 10^{{{exponent}}}"
+    # Split Python's own e-notation: exact for subnormal floats, where 10**exponent is 0.
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{float(mantissa):.{digits}g} \\times 10^{{{int(exponent)}}}"
 
 
 MEMORY_UNITS = {"GB": 10**9, "GiB": 2**30}

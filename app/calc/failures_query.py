@@ -57,11 +57,11 @@ class FailuresQuery(BaseModel):
     )
     rate_kind: Literal["mtbf_hours", "per_unit_per_month", "per_unit_per_day"] = "mtbf_hours"
     rate: Annotated[
-        float, Field(gt=0, le=1e9, description="the unit's MTBF, or its failures per period")
+        float, Field(ge=1e-9, le=1e9, description="the unit's MTBF, or its failures per period")
     ] = 50_000.0
     window_hours: Annotated[float, Field(gt=0, le=1e6)] = 24.0
     run_days: Annotated[float, Field(gt=0, le=100_000)] = 54.0
-    checkpoint_minutes: Annotated[float, Field(gt=0, le=1e6, description="delta")] = 5.0
+    checkpoint_minutes: Annotated[float, Field(ge=1e-6, le=1e6, description="delta")] = 5.0
     restart_minutes: Annotated[float, Field(ge=0, le=1e6)] = 10.0
     interval_minutes: Annotated[
         float | None, Field(gt=0, le=1e7, description="empty: show the optimum only")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
 from app.calculators.pages import add_calculator_pages, share_url
+from app.formatting import latex_number
 from app.forms import parse_form
 
 router = APIRouter()
@@ -54,16 +55,6 @@ class FailuresResult(BaseModel):
     published: PublishedFailures
 
 
-def tex(value: float, digits: int = 4) -> str:
-    """A number for KaTeX, 1.23 \\times 10^{-5} style; safe for subnormal floats too."""
-    if value == 0 or 1e-3 <= abs(value) < 1e3:
-        return f"{value:.{digits}g}"
-    if 1e3 <= abs(value) < 1e7:  # whole numbers with thousands separators: 50{,}000
-        return f"{round(value):,}".replace(",", "{,}")
-    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
-    return f"{float(mantissa):g} \\times 10^{{{int(exponent)}}}"
-
-
 def minutes(seconds: float) -> str:
     """A duration for the page: minutes below three hours, hours below two days, then days."""
     if seconds < 3 * 3600:
@@ -98,7 +89,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
         "values": query.model_dump(),
         "r": r,
         "duration": minutes,
-        "tex": tex,
+        "tex": latex_number,
         "chart_json": json.dumps(chart),
         "share_url": shareable_url(query),
         "llama_url": shareable_url(

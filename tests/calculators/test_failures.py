@@ -74,10 +74,10 @@ def test_fragment_shares_a_url_holding_every_input(client: TestClient) -> None:
     ("params", "message"),
     [
         ({"units": 0}, "GPUs (or nodes) n: must be at least 1"),
-        ({"rate": 0}, "Failure rate: must be greater than 0"),
+        ({"rate": 0}, "Failure rate: must be at least 1e-09"),
         ({"rate_kind": "weekly"}, "Failure rate given as"),
         ({"window_hours": "soon"}, "Window w (hours): must be a number"),
-        ({"checkpoint_minutes": -1}, "Checkpoint time C (minutes): must be greater than 0"),
+        ({"checkpoint_minutes": -1}, "Checkpoint time C (minutes): must be at least 1e-06"),
         ({"interval_minutes": 0}, "Your checkpoint interval (minutes): must be greater than 0"),
     ],
 )
