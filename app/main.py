@@ -18,8 +18,10 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from app.accounts.router import router as accounts_router
 from app.calculators import routers as calculator_routers
+from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.router import router as cards_router
-from app.cards.service import CardLibrary
+from app.cards.search import SearchIndex
+from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
 from app.live.router import router as live_router
@@ -76,6 +78,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
     app.state.cards = CardLibrary.load(settings.content_dir / "cards")
     app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")
+    problems = app.state.cards.link_problems(
+        CALCULATOR_PAGES, DEMO_PAGES, (item.id for item in app.state.quiz.all())
+    )
+    if problems:
+        raise CardError("; ".join(problems))
+    app.state.search = SearchIndex(app.state.cards.all(), app.state.quiz.all())
     app.state.worker_client = WorkerClient(settings.worker_address, settings.worker_secret)
 
     app.add_middleware(

@@ -6,14 +6,14 @@ factors are app.calc.comm's: all-reduce 2(N-1)/N, reduce-scatter, all-gather and
 (N-1)/N of the payload S (nccl-tests doc/PERFORMANCE.md). Symbols: Psi parameters, L_s the
 layers of this pipeline stage (ceil(L/p)), h hidden, t tp, p pp, c cp, e ep, k top-k.
 
-- Data parallel, gradients reduced once per step over N_d = dp * cp ranks (cp ranks hold the
-  same weights; Megatron reduces over the data-parallel group with context parallelism):
-  DDP ring all-reduce 2(N-1)/N * Psi; ZeRO-1/2 reduce-scatter of the gradients plus
-  all-gather of the updated weights, (N-1)/N * Psi each, the same 2(N-1)/N * Psi; ZeRO-3
-  also all-gathers the weights in every forward and every backward, 3(N-1)/N * Psi with one
-  micro-batch (Rajbhandari et al., ZeRO, arXiv:1910.02054, Section 7.1 and 7.2: 2 Psi, 2 Psi
-  and 3 Psi = 1.5x) and (2m + 1)(N-1)/N * Psi with m, since the weights are freed after each
-  use. Expert weights reduce over N_e = dp * cp / ep ranks.
+- Data parallel over N_d = dp * cp ranks (cp ranks hold the same weights; Megatron reduces
+  over the data-parallel group with context parallelism): DDP ring all-reduce 2(N-1)/N * Psi;
+  ZeRO-1/2 reduce-scatter of the gradients plus all-gather of the updated weights,
+  (N-1)/N * Psi each, the same 2(N-1)/N * Psi; ZeRO-3 also all-gathers the weights in every
+  forward and every backward, 3(N-1)/N * Psi (Rajbhandari et al., ZeRO, arXiv:1910.02054,
+  Section 7.1 and 7.2: 2 Psi, 2 Psi and 3 Psi = 1.5x), all for one micro-batch. With m
+  micro-batches see zero_elements: ZeRO-2 and ZeRO-3 reduce every micro-batch's gradients.
+  Expert weights reduce over N_e = dp * cp / ep ranks.
 - Tensor parallel: two all-reduces of b*s*h in the forward pass (after attention and after
   the MLP, the g operator) and two in the backward pass (the f operator) per layer
   (Shoeybi et al., Megatron-LM, arXiv:1909.08053, Section 3 and Figure 4). With sequence
@@ -91,16 +91,22 @@ def ddp_elements(params: float, ranks: int) -> float:
 
 
 def zero_elements(params: float, ranks: int, stage: int, microbatches: int = 1) -> float:
-    """Elements one GPU sends per step under ZeRO stage 0-3 (ZeRO paper Section 7).
+    """Elements one GPU sends per step of m micro-batches under ZeRO stage 0-3.
 
-    Stages 0-2: 2(N-1)/N * Psi. Stage 3: (2m + 1)(N-1)/N * Psi (3(N-1)/N * Psi for m = 1).
+    ZeRO paper Section 7 gives one micro-batch: 2(N-1)/N * Psi for stages 0-2, 3(N-1)/N * Psi
+    for stage 3. With gradient accumulation, stages 0 and 1 keep whole gradients and reduce
+    once per step (DDP under no_sync), but stages 2 and 3 keep only their gradient shard, so
+    each micro-batch's gradients are reduce-scattered as they are produced (DeepSpeed's
+    stage 2/3 reduce in every backward; its pipeline engine refuses ZeRO-2 for this reason),
+    and stage 3 also gathers the weights again for every micro-batch's forward and backward:
+    stage 2 sends (m + 1)(N-1)/N * Psi, stage 3 3m(N-1)/N * Psi.
     """
     if stage not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {stage}")
     if microbatches < 1:
         raise ValueError("microbatches must be at least 1")
     share = ring_factor(Collective.ALL_GATHER, ranks) * Fraction(params)
-    passes = 2 if stage < 3 else 2 * microbatches + 1
+    passes = {0: 2, 1: 2, 2: microbatches + 1, 3: 3 * microbatches}[stage]
     return float(passes * share)
 
 
@@ -253,17 +259,25 @@ def _dp_calls(layout: CommLayout) -> list[CommCall]:
         share_num = f"\\frac{{{n - 1}}}{{{n}}}"
         if stage == 0:
             plan = [("gradient all-reduce", Collective.ALL_REDUCE, 1, "2", "2")]
-        elif stage < 3:
+        elif stage == 1:
             plan = [
                 ("gradient reduce-scatter", Collective.REDUCE_SCATTER, 1, "", ""),
                 ("updated-weight all-gather", Collective.ALL_GATHER, 1, "", ""),
             ]
+        elif stage == 2:
+            # Only a shard of the gradients is kept, so every micro-batch is reduced.
+            plan = [
+                ("gradient reduce-scatter, every micro-batch", Collective.REDUCE_SCATTER, m,
+                 "m", str(m)),
+                ("updated-weight all-gather", Collective.ALL_GATHER, 1, "", ""),
+            ]  # fmt: skip
         else:
             plan = [
                 ("weight all-gather, forward", Collective.ALL_GATHER, m, "m", str(m)),
                 ("weight all-gather, backward", Collective.ALL_GATHER, m, "m", str(m)),
-                ("gradient reduce-scatter", Collective.REDUCE_SCATTER, 1, "", ""),
-            ]
+                ("gradient reduce-scatter, every micro-batch", Collective.REDUCE_SCATTER, m,
+                 "m", str(m)),
+            ]  # fmt: skip
         section = "7.1" if stage == 0 else ("7.2.1" if stage < 3 else "7.2.2")
         for label, kind, count, coef, coef_num in plan:
             sent = float(ring_factor(kind, n) * Fraction(params))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=80)]
+
+# The sections every card has, in this order: the answer to say aloud comes first, and the
+# card ends with what interviewers push on and where the facts come from.
+FIRST_SECTION = "In 30 seconds"
+WORKED_EXAMPLE = "Worked example"
+CLOSING_SECTIONS = ("Common mistakes", "Follow-up questions", "Sources")
 
 
 class CardMeta(BaseModel):
@@ -18,11 +24,18 @@ class CardMeta(BaseModel):
     title: Annotated[str, StringConstraints(min_length=3, max_length=160)]
     summary: str = ""
     tags: list[Slug] = Field(default_factory=list)
+    difficulty: Literal[1, 2, 3] = 1  # basics, working knowledge, senior
+    prerequisites: list[Slug] = Field(default_factory=list)
     calculators: list[Slug] = Field(default_factory=list)
     demos: list[Slug] = Field(default_factory=list)
+    quiz: list[Slug] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
 
 
 class Card(BaseModel):
     meta: CardMeta
     html: str
     has_diagram: bool
+    sections: list[str]  # the H2 headings, in order
+    answer_html: str  # the "In 30 seconds" section alone, for the cheat sheet
+    text: str  # the Markdown body without front matter, for search

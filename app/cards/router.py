@@ -1,10 +1,11 @@
-"""Card pages: the list and one card."""
+"""Card pages: the list (by tag), one card, the topic map, the cheat sheet and search."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.templating import templates
 
@@ -14,8 +15,15 @@ router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 CALCULATOR_PAGES = {
     "memory": ("Memory per GPU (ZeRO)", "/calculators/memory"),
     "training-memory": ("Training memory per GPU", "/calculators/training-memory"),
+    "communication": ("Communication per step", "/calculators/communication"),
+    "pipeline": ("Pipeline schedules", "/calculators/pipeline"),
+    "compute": ("Compute and training time", "/calculators/compute"),
+    "roofline": ("Roofline", "/calculators/roofline"),
+    "inference-memory": ("Inference memory", "/calculators/inference-memory"),
+    "failures": ("Failures and checkpoints", "/calculators/failures"),
 }
 DEMO_PAGES = {"all-reduce": ("All-reduce on real ranks", "/demos/all-reduce")}
+DIFFICULTY = {1: "basics", 2: "working knowledge", 3: "senior"}
 
 
 def _library(request: Request) -> CardLibrary:
@@ -23,19 +31,66 @@ def _library(request: Request) -> CardLibrary:
 
 
 @router.get("", response_class=HTMLResponse)
-def card_list(request: Request) -> HTMLResponse:
+def card_list(request: Request, tag: str = "") -> HTMLResponse:
+    library = _library(request)
+    cards = [c for c in library.all() if not tag or tag in c.meta.tags]
     return templates.TemplateResponse(
-        request, "cards/index.html", {"cards": _library(request).all()}
+        request,
+        "cards/index.html",
+        {"cards": cards, "tags": library.tags(), "tag": tag, "difficulty": DIFFICULTY},
+    )
+
+
+@router.get("/search", response_class=HTMLResponse)
+def card_search(request: Request, q: str = "") -> HTMLResponse:
+    index: SearchIndex = request.app.state.search
+    hits = index.search(q[:200]) if q.strip() else []
+    return templates.TemplateResponse(request, "cards/search.html", {"q": q, "hits": hits})
+
+
+@router.get("/map", response_class=HTMLResponse)
+def topic_map(request: Request) -> HTMLResponse:
+    """Every card as a node, an arrow from each prerequisite to the card that needs it."""
+    cards = _library(request).all()
+    lines = ["flowchart TD"]
+    for i, c in enumerate(cards):
+        title = c.meta.title.split(":")[0].replace('"', "'")
+        lines.append(f'  n{i}["{title}"]')
+        lines.append(f'  click n{i} "/cards/{c.meta.id}"')
+    index = {c.meta.id: i for i, c in enumerate(cards)}
+    for c in cards:
+        lines += [f"  n{index[p]} --> n{index[c.meta.id]}" for p in c.meta.prerequisites]
+    return templates.TemplateResponse(
+        request, "cards/map.html", {"diagram": "\n".join(lines), "cards": cards}
+    )
+
+
+@router.get("/cheatsheet", response_class=HTMLResponse)
+def cheat_sheet(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "cards/cheatsheet.html", {"cards": _library(request).all()}
     )
 
 
 @router.get("/{card_id}", response_class=HTMLResponse)
 def card_page(request: Request, card_id: str) -> HTMLResponse:
-    card = _library(request).get(card_id)
+    library = _library(request)
+    card = library.get(card_id)
     if card is None:
         raise HTTPException(404, f"no card called {card_id!r}")
     related = [CALCULATOR_PAGES[c] for c in card.meta.calculators if c in CALCULATOR_PAGES]
     related += [DEMO_PAGES[d] for d in card.meta.demos if d in DEMO_PAGES]
+    before, after = library.neighbours(card_id)
+    prerequisites = [library.get(p) for p in card.meta.prerequisites]
     return templates.TemplateResponse(
-        request, "cards/card.html", {"card": card, "related": related}
+        request,
+        "cards/card.html",
+        {
+            "card": card,
+            "related": related,
+            "before": before,
+            "after": after,
+            "prerequisites": prerequisites,
+            "difficulty": DIFFICULTY,
+        },  # fmt: skip
     )

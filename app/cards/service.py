@@ -1,8 +1,11 @@
-"""Loads content/cards/*.md once: front matter checked, Markdown rendered, examples computed."""
+"""Loads content/cards/*.md once: front matter checked, Markdown rendered, examples computed,
+sections checked and links between cards resolved."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -15,7 +18,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
 from app.cards.examples import render_example
-from app.cards.models import Card, CardMeta
+from app.cards.models import CLOSING_SECTIONS, FIRST_SECTION, WORKED_EXAMPLE, Card, CardMeta
 
 
 class CardError(ValueError):
@@ -29,6 +32,7 @@ def _fence(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-i
         env["has_diagram"] = True
         return f'<pre class="mermaid">{html.escape(token.content)}</pre>\n'
     if kind == "example":
+        env["examples"] = env.get("examples", 0) + 1
         return render_example(arg.strip(), token.content)
     return self.fence(tokens, idx, options, env)
 
@@ -49,6 +53,27 @@ def _markdown() -> MarkdownIt:
     return md
 
 
+def _h2_positions(tokens: list) -> list[tuple[int, str]]:  # noqa: ANN001 - markdown-it tokens
+    return [
+        (i, tokens[i + 1].content.strip())
+        for i, t in enumerate(tokens)
+        if t.type == "heading_open" and t.tag == "h2"
+    ]
+
+
+def _check_sections(name: str, sections: list[str], meta: CardMeta, examples: int) -> None:
+    if not sections or sections[0] != FIRST_SECTION:
+        raise CardError(f"{name}: the first section must be '## {FIRST_SECTION}'")
+    if tuple(sections[-len(CLOSING_SECTIONS) :]) != CLOSING_SECTIONS:
+        wanted = ", ".join(f"'## {s}'" for s in CLOSING_SECTIONS)
+        raise CardError(f"{name}: the card must end with the sections {wanted}, in that order")
+    if meta.calculators and (WORKED_EXAMPLE not in sections or not examples):
+        raise CardError(
+            f"{name}: a card that names calculators has a '## {WORKED_EXAMPLE}' section "
+            "with at least one ```example block"
+        )
+
+
 def render_card(source: str, name: str = "<card>") -> Card:
     md = _markdown()
     tokens = md.parse(source)
@@ -63,30 +88,100 @@ def render_card(source: str, name: str = "<card>") -> Card:
         body = md.renderer.render(tokens, md.options, env)
     except ValueError as exc:
         raise CardError(f"{name}: {exc}") from exc
-    return Card(meta=meta, html=body, has_diagram=bool(env.get("has_diagram")))
+    positions = _h2_positions(tokens)
+    sections = [title for _, title in positions]
+    _check_sections(name, sections, meta, int(env.get("examples", 0)))
+    start = positions[0][0] + 3  # past heading_open, inline, heading_close
+    end = positions[1][0] if len(positions) > 1 else len(tokens)
+    answer = md.renderer.render(tokens[start:end], md.options, {})
+    text = source.split("---", 2)[2] if source.startswith("---") else source
+    return Card(
+        meta=meta,
+        html=body,
+        has_diagram=bool(env.get("has_diagram")),
+        sections=sections,
+        answer_html=answer,
+        text=text,
+    )
+
+
+def _ordered(cards: Iterable[Card]) -> list[Card]:
+    """Prerequisites before the cards that need them; otherwise easier first, then by title."""
+    pending = sorted(cards, key=lambda c: (c.meta.difficulty, c.meta.title))
+    placed: list[Card] = []
+    done: set[str] = set()
+    while pending:
+        ready = [c for c in pending if all(p in done or p not in {x.meta.id for x in pending}
+                                           for p in c.meta.prerequisites)]  # fmt: skip
+        if not ready:
+            cycle = ", ".join(c.meta.id for c in pending)
+            raise CardError(f"prerequisites form a cycle among: {cycle}")
+        card = ready[0]
+        placed.append(card)
+        done.add(card.meta.id)
+        pending.remove(card)
+    return placed
 
 
 class CardLibrary:
-    """Every card, keyed by id, in title order."""
+    """Every card, in study order (prerequisites first), with full-text search."""
 
     def __init__(self, cards: list[Card]) -> None:
-        self._by_id = {c.meta.id: c for c in sorted(cards, key=lambda c: c.meta.title)}
+        self._cards = _ordered(cards)
+        self._by_id = {c.meta.id: c for c in self._cards}
+        missing = [
+            f"{c.meta.id}: prerequisite {p!r} is not a card"
+            for c in self._cards
+            for p in c.meta.prerequisites
+            if p not in self._by_id
+        ]
+        if missing:
+            raise CardError("; ".join(missing))
 
     @classmethod
     def load(cls, cards_dir: Path) -> CardLibrary:
-        cards = []
-        for path in sorted(cards_dir.glob("*.md")):
-            card = render_card(path.read_text(encoding="utf-8"), path.name)
-            if card.meta.id != path.stem:
-                raise CardError(f"{path.name}: id {card.meta.id!r} must match the file name")
-            cards.append(card)
-        return cls(cards)
+        files = sorted(cards_dir.glob("*.md"))
+        signature = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        return _load(cards_dir, signature)
 
     def get(self, card_id: str) -> Card | None:
         return self._by_id.get(card_id)
 
     def all(self) -> list[Card]:
-        return list(self._by_id.values())
+        return list(self._cards)
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
+
+    def neighbours(self, card_id: str) -> tuple[Card | None, Card | None]:
+        """The cards before and after this one in study order."""
+        i = next(i for i, c in enumerate(self._cards) if c.meta.id == card_id)
+        before = self._cards[i - 1] if i > 0 else None
+        after = self._cards[i + 1] if i + 1 < len(self._cards) else None
+        return before, after
+
+    def tags(self) -> list[str]:
+        return sorted({t for c in self._cards for t in c.meta.tags})
+
+    def link_problems(self, calculators: Iterable[str], demos: Iterable[str],
+                      quiz_items: Iterable[str]) -> list[str]:  # fmt: skip
+        """Every related calculator, demo and quiz item a card names that does not exist."""
+        known = {"calculator": set(calculators), "demo": set(demos), "quiz item": set(quiz_items)}
+        problems = []
+        for c in self._cards:
+            for kind, names in (("calculator", c.meta.calculators), ("demo", c.meta.demos),
+                                ("quiz item", c.meta.quiz)):  # fmt: skip
+                problems += [f"{c.meta.id}: no {kind} {n!r}" for n in names if n not in known[kind]]
+        return problems
+
+
+@lru_cache(maxsize=4)
+def _load(cards_dir: Path, signature: tuple) -> CardLibrary:  # noqa: ARG001 - the cache key
+    # Rendering runs every calculator in every worked example: do it once per set of files.
+    cards = []
+    for path in sorted(cards_dir.glob("*.md")):
+        card = render_card(path.read_text(encoding="utf-8"), path.name)
+        if card.meta.id != path.stem:
+            raise CardError(f"{path.name}: id {card.meta.id!r} must match the file name")
+        cards.append(card)
+    return CardLibrary(cards)

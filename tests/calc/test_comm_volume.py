@@ -89,8 +89,17 @@ def test_zero3_large_n_limit_is_three_psi() -> None:
 
 
 def test_zero3_gathers_again_for_every_micro_batch() -> None:
-    # m = 4: 4 forward + 4 backward all-gathers + 1 reduce-scatter = 9 (N-1)/N Psi.
-    assert zero_elements(1_000, 4, 3, microbatches=4) == 9 * 750
+    # m = 4: 4 forward + 4 backward all-gathers + 4 gradient reduce-scatters (only a shard of
+    # the gradients is kept, so each micro-batch is reduced) = 12 (N-1)/N Psi.
+    assert zero_elements(1_000, 4, 3, microbatches=4) == 12 * 750
+
+
+def test_gradient_accumulation_costs_zero2_but_not_ddp_or_zero1() -> None:
+    # m = 4, N = 4: DDP (no_sync) and ZeRO-1 reduce whole gradients once per step; ZeRO-2
+    # keeps a shard only, so it reduce-scatters every micro-batch, then all-gathers once.
+    for stage in (0, 1):
+        assert zero_elements(1_000, 4, stage, microbatches=4) == 2 * 750
+    assert zero_elements(1_000, 4, 2, microbatches=4) == (4 + 1) * 750
 
 
 def test_megatron_tp_volume_per_layer_by_hand() -> None:

@@ -14,18 +14,31 @@ from app.formatting import gb
 
 CARDS_DIR = ROOT_DIR / "content" / "cards"
 
-GOOD = """---
+SECTIONS_AFTER = "\n## Common mistakes\n\nm\n\n## Follow-up questions\n\nf\n\n## Sources\n\ns\n"
+
+GOOD = (
+    """---
 id: sample
 title: A sample card
 calculators: [memory]
 ---
+## In 30 seconds
+
 Inline $a^2$ and display $$b$$ math, and a price of $5 and $10.
+
+## Worked example
 
 ```example memory
 params: 7.5e9
 dp_degree: 64
 ```
 """
+    + SECTIONS_AFTER
+)
+
+
+def card(body: str, front: str = "id: x\ntitle: Title") -> str:
+    return f"---\n{front}\n---\n## In 30 seconds\n\nanswer\n\n{body}\n{SECTIONS_AFTER}"
 
 
 def test_every_card_in_content_loads() -> None:
@@ -59,9 +72,9 @@ def test_zero_card_shows_figure_1_computed_not_typed() -> None:
 
 
 def test_raw_html_in_a_card_is_escaped() -> None:
-    card = render_card("---\nid: x\ntitle: XSS try\n---\n<script>alert(1)</script>\n")
-    assert "<script>" not in card.html
-    assert "&lt;script&gt;" in card.html
+    rendered = render_card(card("<script>alert(1)</script>"))
+    assert "<script>" not in rendered.html
+    assert "&lt;script&gt;" in rendered.html
 
 
 @pytest.mark.parametrize(
@@ -70,11 +83,12 @@ def test_raw_html_in_a_card_is_escaped() -> None:
         ("no front matter here\n", "front matter"),
         ("---\nid: Bad Id\ntitle: T\n---\n", "bad front matter"),
         ("---\nid: x\ntitle: T\nunknown: 1\n---\n", "bad front matter"),
-        ("---\nid: x\ntitle: Title\n---\n```example nope\na: 1\n```\n", "unknown example"),
-        (
-            "---\nid: x\ntitle: Title\n---\n```example memory\nparams: -1\ndp_degree: 8\n```\n",
-            "params",
-        ),
+        (card("```example nope\na: 1\n```"), "unknown example"),
+        (card("```example memory\nparams: -1\ndp_degree: 8\n```"), "params"),
+        ("---\nid: x\ntitle: Title\n---\n## Intro\n", "first section must be"),
+        (card("", "id: x\ntitle: Title\ncalculators: [memory]"), "Worked example"),
+        ("---\nid: x\ntitle: Title\n---\n## In 30 seconds\n\na\n\n## Sources\n", "end with"),
+        (card("", "id: x\ntitle: Title\ndifficulty: 4"), "bad front matter"),
     ],
 )
 def test_a_broken_card_is_refused_with_the_reason(source: str, message: str) -> None:

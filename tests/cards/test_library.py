@@ -1,0 +1,115 @@
+"""The card library: study order, links between cards, search, the map and the cheat sheet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
+from app.cards.search import SearchIndex
+from app.cards.service import CardError, CardLibrary
+from app.config import ROOT_DIR
+from app.quiz.bank import QuestionBank
+from tests.cards.test_cards import SECTIONS_AFTER
+
+CONTENT = ROOT_DIR / "content"
+
+
+def write_card(folder: Path, card_id: str, prerequisites: str = "[]", body: str = "",
+               extra: str = "") -> None:  # fmt: skip
+    (folder / f"{card_id}.md").write_text(
+        f"---\nid: {card_id}\ntitle: Card {card_id}\nprerequisites: {prerequisites}\n{extra}---\n"
+        f"## In 30 seconds\n\nThe answer about {card_id}.\n\n{body}\n{SECTIONS_AFTER}"
+    )
+
+
+def test_prerequisites_come_first_in_study_order(tmp_path: Path) -> None:
+    write_card(tmp_path, "a-late", "[b-middle]")
+    write_card(tmp_path, "b-middle", "[c-first]")
+    write_card(tmp_path, "c-first")
+    library = CardLibrary.load(tmp_path)
+    assert [c.meta.id for c in library.all()] == ["c-first", "b-middle", "a-late"]
+    before, after = library.neighbours("b-middle")
+    assert (before.meta.id, after.meta.id) == ("c-first", "a-late")
+
+
+def test_a_missing_prerequisite_or_a_cycle_is_refused(tmp_path: Path) -> None:
+    write_card(tmp_path, "one", "[nowhere]")
+    with pytest.raises(CardError, match="prerequisite 'nowhere' is not a card"):
+        CardLibrary.load(tmp_path)
+    write_card(tmp_path, "one", "[two]")
+    write_card(tmp_path, "two", "[one]")
+    with pytest.raises(CardError, match="cycle"):
+        CardLibrary.load(tmp_path)
+
+
+def test_links_to_calculators_demos_and_quiz_items_are_checked(tmp_path: Path) -> None:
+    write_card(tmp_path, "x", extra="demos: [no-such-demo]\nquiz: [no-such-item]\n")
+    problems = CardLibrary.load(tmp_path).link_problems(CALCULATOR_PAGES, DEMO_PAGES, [])
+    assert problems == ["x: no demo 'no-such-demo'", "x: no quiz item 'no-such-item'"]
+
+
+def test_every_card_in_content_links_only_to_what_exists() -> None:
+    library = CardLibrary.load(CONTENT / "cards")
+    quiz = [item.id for item in QuestionBank.load(CONTENT / "quiz").all()]
+    assert library.link_problems(CALCULATOR_PAGES, DEMO_PAGES, quiz) == []
+
+
+def test_every_worked_example_in_content_renders_the_calculators_numbers() -> None:
+    for card in CardLibrary.load(CONTENT / "cards").all():
+        blocks = card.text.count("```example ")
+        assert card.html.count('<div class="worked-example">') == blocks, card.meta.id
+        if card.meta.calculators:
+            assert blocks >= 1, card.meta.id
+
+
+def test_search_finds_a_card_by_a_word_in_its_body_and_a_quiz_item(tmp_path: Path) -> None:
+    write_card(tmp_path, "pipes", body="## Bubbles\n\nThe interleaved schedule shrinks it.")
+    write_card(tmp_path, "other", body="## Other\n\nNothing relevant here.")
+    bank = QuestionBank.load(CONTENT / "quiz")
+    index = SearchIndex(CardLibrary.load(tmp_path).all(), bank.all())
+    hits = index.search("interleaved")
+    assert [(h.kind, h.id) for h in hits] == [("card", "pipes")]
+    assert "<mark>interleaved</mark>" in hits[0].snippet
+    quiz_hits = index.search("data-parallel GPUs")
+    assert quiz_hits and quiz_hits[0].kind == "quiz"
+    assert index.search('"; DROP TABLE docs; --') == []
+
+
+def test_search_page(client: TestClient) -> None:
+    page = client.get("/cards/search", params={"q": "reduce-scatter all-gather"})
+    assert page.status_code == 200 and 'href="/cards/zero-stages"' in page.text
+    assert client.get("/cards/search", params={"q": '"unbalanced (quote'}).status_code == 200
+
+
+def test_map_draws_every_card_and_prerequisite(client: TestClient) -> None:
+    page = client.get("/cards/map").text
+    cards = client.app.state.cards.all()
+    assert page.count("click n") == len(cards)
+    arrows = sum(len(c.meta.prerequisites) for c in cards)
+    assert page.count("--&gt;") == arrows
+    assert "mermaid.min.js" in page
+
+
+def test_cheat_sheet_holds_every_30_second_answer(client: TestClient) -> None:
+    page = client.get("/cards/cheatsheet").text
+    for card in client.app.state.cards.all():
+        assert f'id="cheat-{card.meta.id}"' in page
+        assert card.answer_html.strip()[:60] in page
+
+
+def test_card_page_has_study_order_links_and_tag_filter(client: TestClient) -> None:
+    library = client.app.state.cards
+    card = library.all()[1] if len(library.all()) > 1 else library.all()[0]
+    page = client.get(f"/cards/{card.meta.id}").text
+    before, after = library.neighbours(card.meta.id)
+    if before:
+        assert f'rel="prev" href="/cards/{before.meta.id}"' in page
+    if after:
+        assert f'rel="next" href="/cards/{after.meta.id}"' in page
+    tag = card.meta.tags[0] if card.meta.tags else None
+    if tag:
+        listing = client.get("/cards", params={"tag": tag}).text
+        assert f'href="/cards/{card.meta.id}"' in listing
