@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.templating import templates
@@ -48,6 +49,24 @@ def card_search(request: Request, q: str = "") -> HTMLResponse:
     return templates.TemplateResponse(request, "cards/search.html", {"q": q, "hits": hits})
 
 
+def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
+    """The prerequisites not already implied by another one (a transitive reduction), so the
+    map draws the path through the cards instead of an arrow from every ancestor."""
+    needs = {c.meta.id: set(c.meta.prerequisites) for c in cards}
+
+    def ancestors(card_id: str) -> set[str]:
+        found, stack = set(), list(needs[card_id])
+        while stack:
+            current = stack.pop()
+            if current not in found:
+                found.add(current)
+                stack.extend(needs[current])
+        return found
+
+    implied = set().union(*(ancestors(p) for p in card.meta.prerequisites))
+    return [p for p in card.meta.prerequisites if p not in implied]
+
+
 @router.get("/map", response_class=HTMLResponse)
 def topic_map(request: Request) -> HTMLResponse:
     """Every card as a node, an arrow from each prerequisite to the card that needs it."""
@@ -59,7 +78,7 @@ def topic_map(request: Request) -> HTMLResponse:
         lines.append(f'  click n{i} "/cards/{c.meta.id}"')
     index = {c.meta.id: i for i, c in enumerate(cards)}
     for c in cards:
-        lines += [f"  n{index[p]} --> n{index[c.meta.id]}" for p in c.meta.prerequisites]
+        lines += [f"  n{index[p]} --> n{index[c.meta.id]}" for p in _direct_prerequisites(c, cards)]
     return templates.TemplateResponse(
         request, "cards/map.html", {"diagram": "\n".join(lines), "cards": cards}
     )
