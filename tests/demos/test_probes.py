@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,18 @@ def _probe_rank(rank: int, port: int, out_dir: str) -> None:
         "all_reduce_value": big[0].item(),
     }
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
-    dist.barrier()  # rank 0 hosts the store: it must not leave while rank 1 still uses it
+    dist.barrier()
+    # Rank 0 hosts the store: if it leaves while rank 1 is still tearing its group down,
+    # rank 1's gloo threads abort ("terminate called without an active exception"). So
+    # rank 1 finishes first and says so in a file, and rank 0 waits for that.
+    left = Path(out_dir, "rank1.left")
+    if rank == 1:
+        dist.destroy_process_group()
+        left.write_text("done")
+        return
+    deadline = time.monotonic() + 60
+    while not left.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     dist.destroy_process_group()
 
 
