@@ -34,7 +34,9 @@ Offload (Ren et al., ZeRO-Offload, arXiv:2101.06840; Rajbhandari et al., ZeRO-In
 arXiv:2104.07857): offload_optimizer moves this rank's shard of the master weights and
 optimizer states (and the update that uses them) to CPU memory; offload_params (ZeRO-3
 only) moves this rank's shard of the 16-bit weights there. Each moved term keeps its size
-and changes side. (DeepSpeed also keeps fp32 gradient copies on the CPU; not counted.)
+and changes side; with ZeRO stage 2 or 3 the gradient shard goes to the CPU as well, since
+the optimizer that consumes it runs there. (DeepSpeed also keeps fp32 gradient copies on
+the CPU; not counted.)
 
 Buffers. With more than one data-parallel rank: DDP, ZeRO-1 and ZeRO-2 reduce gradients
 through buckets of bucket_mb MiB (torch DDP's bucket_cap_mb = 25, MiB); one bucket is
@@ -75,6 +77,10 @@ ZERO_SOURCE = "Rajbhandari et al., ZeRO (arXiv:1910.02054), Section 5.1"
 SHARDING_SOURCE = (
     "Megatron-LM: tp splits attention/MLP and the vocab (arXiv:1909.08053 Section 3), "
     "pp splits layers (arXiv:2104.04473)"
+)
+OFFLOAD_GRADS_SOURCE = (
+    "with optimizer offload the gradient shard lives in CPU memory (Ren et al., ZeRO-Offload, "
+    "arXiv:2101.06840, Section 4; DeepSpeed estimate_zero2_model_states_mem_needs)"
 )
 
 
@@ -303,9 +309,11 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
             "b_g",
             bpp.grads,
             p.zero_stage >= 2,
-            False,
+            # ZeRO-Offload streams each partitioned gradient to the CPU, where the optimizer
+            # that consumes it runs (DeepSpeed's ZeRO-2 estimate with offload: 2 Psi on GPU).
+            p.offload_optimizer and p.zero_stage >= 2,
             shards,
-            f"{bpp.grads_source}; {ZERO_SOURCE} (stage 2 shards)",
+            f"{bpp.grads_source}; {ZERO_SOURCE} (stage 2 shards); {OFFLOAD_GRADS_SOURCE}",
         ),
         _state_term(
             "master",
@@ -329,7 +337,11 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
         ),
     ]
 
-    act_setup = replace(setup.activations, tp=p.tp, cp=p.cp)
+    # Activations are kept in the precision the forward runs in: the weights' (Korthikanti
+    # et al. count 2 bytes for 16-bit training; fp32 training keeps 4).
+    act_setup = replace(
+        setup.activations, tp=p.tp, cp=p.cp, bytes_per_value=max(2, int(bpp.weights))
+    )
     in_flight = in_flight_microbatches(
         setup.schedule, p.pp, setup.microbatches, setup.virtual_stages
     )

@@ -99,13 +99,28 @@ def test_tiny_report_by_hand() -> None:
         assert term.substituted.endswith(r"\ \text{GB}")
 
 
-def test_offload_optimizer_moves_master_and_optimizer_to_cpu() -> None:
+def test_offload_optimizer_moves_master_optimizer_and_gradient_shard_to_cpu() -> None:
+    # ZeRO-Offload (stage 2): the gradient shard streams to the CPU optimizer too, so the GPU
+    # keeps only the 16-bit weights of the model states, DeepSpeed's "2 Psi" with offload.
     base = tiny_setup(dp=4, zero_stage=2)
     moved = replace(base, parallel=replace(base.parallel, offload_optimizer=True))
     before, after = training_memory(base), training_memory(moved)
-    shifted = before.term("master").gpu_bytes + before.term("optimizer").gpu_bytes
+    shifted = sum(before.term(k).gpu_bytes for k in ("grads", "master", "optimizer"))
     assert after.cpu_bytes == shifted > 0
     assert before.gpu_bytes - after.gpu_bytes == pytest.approx(shifted, rel=1e-12)
+    assert after.model_states_gpu_bytes == before.term("weights").gpu_bytes
+
+
+def test_offload_with_zero_1_keeps_whole_gradients_on_the_gpu() -> None:
+    base = tiny_setup(dp=4, zero_stage=1)
+    moved = training_memory(replace(base, parallel=replace(base.parallel, offload_optimizer=True)))
+    assert moved.term("grads").gpu_bytes == training_memory(base).term("grads").gpu_bytes
+
+
+def test_fp32_training_keeps_activations_in_4_bytes() -> None:
+    mixed = training_memory(tiny_setup())
+    fp32 = training_memory(replace(tiny_setup(), recipe="fp32"))
+    assert fp32.term("activations").gpu_bytes > mixed.term("activations").gpu_bytes
 
 
 def test_offload_params_moves_weights_and_needs_zero_3() -> None:
