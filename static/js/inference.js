@@ -1,21 +1,7 @@
-// The inference-memory page: presets fill the model fields, and the memory-vs-batch chart is
-// drawn from the data the server rendered (redrawn after every htmx swap).
+// The inference-memory page's memory-vs-batch chart, drawn from the data the server rendered
+// (redrawn after every htmx swap). Presets are static/js/model-presets.js.
 (function () {
   "use strict";
-
-  var MODEL_FIELDS = ["layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab"];
-
-  function onPreset(f, select) {
-    var presets = JSON.parse(f.dataset.presets);
-    var fields = presets[select.value];
-    if (fields) {
-      MODEL_FIELDS.forEach(function (name) {
-        var el = f.querySelector('[name="' + name + '"]');
-        if (el) el.value = fields[name] === null || fields[name] === undefined ? "" : fields[name];
-      });
-    }
-    f.dispatchEvent(new Event("recalc"));
-  }
 
   function drawChart() {
     var el = document.getElementById("inference-chart");
@@ -42,14 +28,6 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    var f = document.getElementById("inference-form");
-    if (!f) return;
-    var preset = f.querySelector('select[name="preset"]');
-    preset.addEventListener("change", function () { onPreset(f, preset); });
-    MODEL_FIELDS.forEach(function (name) {
-      var el = f.querySelector('[name="' + name + '"]');
-      if (el) el.addEventListener("input", function () { preset.value = "custom"; });
-    });
     drawChart();
     if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
   });

@@ -1,30 +1,10 @@
-// The training-memory page: presets fill the model fields, a pasted config.json fills them
-// through the API, and the memory-vs-DP chart is drawn from the data the server rendered.
+// The training-memory page: a pasted config.json fills the model fields through the API, and
+// the memory-vs-DP chart is drawn from the data the server rendered. Presets are
+// static/js/model-presets.js.
 (function () {
   "use strict";
 
   function form() { return document.getElementById("training-form"); }
-
-  // Fields filled from script fire no input events of their own: ask htmx directly.
-  function changed(f) { f.dispatchEvent(new Event("recalc")); }
-
-  function setField(f, name, value) {
-    var inputs = f.querySelectorAll('[name="' + name + '"]');
-    inputs.forEach(function (el) {
-      if (el.type === "checkbox") el.checked = !!value;
-      else if (el.type !== "hidden") el.value = value === null || value === undefined ? "" : value;
-    });
-  }
-
-  function fillModel(f, fields) {
-    Object.keys(fields).forEach(function (name) { setField(f, name, fields[name]); });
-  }
-
-  function onPreset(f, select) {
-    var presets = JSON.parse(f.dataset.presets);
-    if (presets[select.value]) fillModel(f, presets[select.value]);
-    changed(f);
-  }
 
   function onConfig(f) {
     var status = document.getElementById("hf-config-status");
@@ -40,10 +20,10 @@
           status.textContent = typeof detail === "string" ? detail : JSON.stringify(detail);
           return;
         }
-        fillModel(f, res[1].model);
-        setField(f, "preset", "custom");
+        window.ShardLabModel.fillModel(f, res[1].model);
+        window.ShardLabModel.setField(f, "preset", "custom");
         status.textContent = "Filled: " + res[1].total_params.toLocaleString() + " parameters.";
-        changed(f);
+        window.ShardLabModel.recalc(f);
       });
   }
 
@@ -67,15 +47,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
     if (!f) return;
-    var preset = f.querySelector('select[name="preset"]');
-    preset.addEventListener("change", function () { onPreset(f, preset); });
-    ["layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab", "norm",
-     "learned_positions", "experts", "top_k", "shared_experts", "tied_embeddings", "attention_bias",
-     "attention_out_bias", "mlp_bias"].forEach(function (name) {
-      f.querySelectorAll('[name="' + name + '"]').forEach(function (el) {
-        el.addEventListener("input", function () { preset.value = "custom"; });
-      });
-    });
     document.getElementById("hf-config-fill").addEventListener("click", function () { onConfig(f); });
     drawChart(document);
     if (window.htmx) window.htmx.onLoad(function () { drawChart(document); });
