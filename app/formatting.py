@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from app.calc.units import GB
+from app.calc.units import GB, MEMORY_UNITS
 
 
 def gb_value(n_bytes: float, digits: int = 2) -> str:
@@ -42,9 +42,6 @@ def latex_number(value: float, digits: int = 4) -> str:
     # Split Python's own e-notation: exact for subnormal floats, where 10**exponent is 0.
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
     return f"{float(mantissa):.{digits}g} \\times 10^{{{int(exponent)}}}"
-
-
-MEMORY_UNITS = {"GB": 10**9, "GiB": 2**30}
 
 
 def memory(n_bytes: float, unit: str = "GB", digits: int = 2) -> str:

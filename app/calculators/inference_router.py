@@ -13,9 +13,10 @@ from app.calc.gpus import GPUS
 from app.calc.inference import KV_BYTES, UTILISATION_SOURCE, WEIGHT_BYTES
 from app.calc.inference_query import LABELS, MODEL_FIELDS, InferenceQuery, inference_result
 from app.calc.model import PRESETS
+from app.calc.units import MEMORY_UNITS
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import ModelShape
-from app.formatting import MEMORY_UNITS, memory
+from app.formatting import memory
 from app.forms import parse_form
 
 router = APIRouter()

@@ -12,6 +12,7 @@ from app.calc.gpus import GPUS, Gpu
 from app.calc.precision import bytes_per_param, conventions
 from app.calc.training import MemoryReport, Verdict, memory_vs_dp, training_memory, verdict
 from app.calc.training_query import TrainingQuery
+from app.calc.units import MEMORY_UNITS
 from app.formatting import memory
 
 ZERO_STAGE_LABELS = ("ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3")
@@ -90,7 +91,7 @@ def training_view(query: TrainingQuery) -> TrainingView:
         "gpu_bytes": [b for _, b in points],
         "limit_bytes": gpu.memory_bytes,
         "unit": query.unit,
-        "unit_bytes": 10**9 if query.unit == "GB" else 2**30,
+        "unit_bytes": MEMORY_UNITS[query.unit],
         "gpu": gpu.name,
     }
     notes = []

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.communication_query import CommunicationQuery, communication_result
 from app.calc.units import GB
 
@@ -37,9 +35,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, CommunicationQuery)
     result = communication_result(query)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return print_json(result)
     print(
         f"{result['model']}: {result['total_params']:,} parameters; dp {query.dp} x tp "
         f"{query.tp} x pp {query.pp} x cp {query.cp} = {result['gpus']} GPUs, ep {query.ep}, "

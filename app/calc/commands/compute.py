@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.compute_query import ComputeQuery, compute_result
 
 
@@ -35,9 +33,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, ComputeQuery)
     r = compute_result(query)
     if args.json:
-        json.dump(r, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return print_json(r)
     rows = [
         ("model", f"{r['model']}, N = {r['params']:.4g}"),
         ("tokens D", f"{r['tokens']:.4g}"),

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.failures_query import FailuresQuery, failures_result
 
 HOUR = 3600.0
@@ -35,9 +33,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, FailuresQuery)
     r = failures_result(query)
     if args.json:
-        json.dump(r, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return print_json(r)
     rows = [
         ("unit MTBF (hours)", f"{r['unit_mtbf_s'] / HOUR:,.1f}"),
         ("unit failures per month", f"{r['unit_failures_per_month']:.4g}"),

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.inference_query import InferenceQuery, inference_result
-from app.calc.units import GB, GIB
-
-UNIT_BYTES = {"GB": GB, "GiB": GIB}
+from app.calc.units import MEMORY_UNITS
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,10 +32,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, InferenceQuery)
     result = inference_result(query)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    unit = UNIT_BYTES[query.unit]
+        return print_json(result)
+    unit = MEMORY_UNITS[query.unit]
     print(
         f"{result['model']['name']}: {result['total_params']:,} parameters; tp {query.tp}, "
         f"context {query.context:,}, batch {query.batch:,}"

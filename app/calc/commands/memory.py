@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from app.calc.commands.options import (
     add_model_options,
     parse_model_options,
     positive_float,
     positive_int,
+    print_json,
 )
 from app.calc.memory import (
     MIXED_PRECISION_ADAM,
@@ -20,9 +19,7 @@ from app.calc.memory import (
     model_states_per_gpu,
 )
 from app.calc.training_query import TrainingQuery, training_result
-from app.calc.units import GB, GIB, to_gb
-
-MEMORY_UNIT_BYTES = {"GB": GB, "GiB": GIB}
+from app.calc.units import MEMORY_UNITS, to_gb
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -61,10 +58,8 @@ def _training(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, TrainingQuery)
     result = training_result(query)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    unit = MEMORY_UNIT_BYTES[query.unit]
+        return print_json(result)
+    unit = MEMORY_UNITS[query.unit]
     print(
         f"{result['model']['name']}: {result['total_params']:,} parameters; "
         f"dp {query.dp} x tp {query.tp} x pp {query.pp} x cp {query.cp}, ZeRO-{query.zero_stage}"
@@ -104,13 +99,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             }
             for r in rows
         ]
-        json.dump(
-            {"params": args.params, "dp_degree": args.dp_degree, "stages": payload},
-            sys.stdout,
-            indent=2,
-        )
-        sys.stdout.write("\n")
-        return 0
+        return print_json({"params": args.params, "dp_degree": args.dp_degree, "stages": payload})
     print(f"{MIXED_PRECISION_ADAM.name}; {args.params:g} parameters, N_d = {args.dp_degree}")
     print(f"{'stage':<20}{'weights GB':>12}{'grads GB':>12}{'optimizer GB':>14}{'total GB':>12}")
     for r in rows:

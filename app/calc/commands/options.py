@@ -4,6 +4,8 @@ pydantic input model into options (one per field, with the model's own bounds an
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import typing
 
 from pydantic import BaseModel, ValidationError
@@ -63,3 +65,10 @@ def parse_model_options(
             for e in exc.errors()
         ]
         parser.error("; ".join(problems))
+
+
+def print_json(data: object) -> int:
+    """What `--json` prints: the calculator's answer as the JSON API returns it. Exit code 0."""
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0

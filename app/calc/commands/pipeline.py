@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.pipeline import simulate, text_gantt
 from app.calc.pipeline_query import PipelineQuery, pipeline_result
 
@@ -45,9 +43,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, PipelineQuery)
     result = pipeline_result(query)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return print_json(result)
     step, lines = text_gantt(simulate(query.setup(query.schedule)))
     chunks = f", v = {result['virtual_stages']}" if query.schedule == "interleaved" else ""
     print(f"{result['schedule_name']}: p = {query.pp}, m = {query.microbatches}{chunks}")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from app.calc.commands.options import add_model_options, parse_model_options
+from app.calc.commands.options import add_model_options, parse_model_options, print_json
 from app.calc.roofline_query import RooflineQuery, roofline_result
 
 
@@ -32,9 +30,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     query = parse_model_options(parser, args, RooflineQuery)
     r = roofline_result(query)
     if args.json:
-        json.dump(r, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return print_json(r)
     rows = [
         ("operation", r["operation"]),
         ("accelerator", f"{r['gpu']}, {r['dtype']} ({r['dtype_bytes']} bytes/element)"),
