@@ -1,4 +1,4 @@
-"""Accounts: a username and an argon2 hash, nothing more."""
+"""Accounts: a username, an argon2 hash, and what an admin may set: the admin flag, disabled."""
 
 from __future__ import annotations
 
@@ -16,3 +16,6 @@ class User(SQLModel, table=True):
     username: str = Field(index=True, unique=True, max_length=40)
     password_hash: str
     created_at: datetime = Field(default_factory=utc_now)
+    is_admin: bool = False
+    # A disabled user cannot log in, and an existing session stops working.
+    disabled: bool = False

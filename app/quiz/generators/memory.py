@@ -1,22 +1,15 @@
-"""Calculators behind generated questions: inputs in, the answer and its worked solution out."""
+"""Generated questions on the ZeRO model-states calculator."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from app.calc.memory import ZERO_STAGE_NAMES, model_states_per_gpu
 from app.calc.units import to_gb
 from app.calculators.memory_view import stage_views
 from app.calculators.schemas import MemoryQuery
 from app.formatting import count_short
-
-
-@dataclass(frozen=True)
-class Solution:
-    answer: float  # in the item's unit
-    prompt_fields: dict[str, str]  # how the inputs read inside the prompt
-    steps_latex: list[str]  # the formula, then the numbers substituted
+from app.quiz.generators.solution import Solution
 
 
 def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
