@@ -1,13 +1,16 @@
 # syntax=docker/dockerfile:1
-# ShardLab on one CPU box: the web app plus a local demo worker of 2 gloo ranks.
+# ShardLab on one CPU box: the web app plus a local demo worker of gloo ranks.
+# Settings: SHARDLAB_* environment variables (docs/self-hosting.md has the table).
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /build
 RUN python -m venv /opt/venv
 ENV PATH="/opt/venv/bin:$PATH"
 # CPU torch from PyTorch's CPU index, first: PyPI's default Linux wheel depends on the
-# CUDA stack (gigabytes this image never uses).
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+# CUDA stack (gigabytes this image never uses). compose.gpu.yaml builds the GPU worker's
+# image with TORCH_INDEX_URL=https://pypi.org/simple, whose Linux wheel brings CUDA and NCCL.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+RUN pip install --index-url "${TORCH_INDEX_URL}" torch==2.13.0
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY demos ./demos
@@ -30,6 +33,8 @@ VOLUME ["/data"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
-# One process: SQLite writes and the demo worker's lifecycle belong to one app. A bounded
-# graceful shutdown, so open demo streams cannot hold up `docker stop`.
+# One process: SQLite writes, rate limits and the demo worker's lifecycle belong to one app.
+# A bounded graceful shutdown, so open demo streams cannot hold up `docker stop`.
+# --proxy-headers: X-Forwarded-Proto/-For from the proxies in $FORWARDED_ALLOW_IPS (uvicorn
+# reads it; default 127.0.0.1) give the real scheme and client address behind TLS.
 CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5"]

@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.ratelimit import parse_rate
+
 ROOT_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -36,13 +38,56 @@ class Settings(BaseSettings):
         description="Start a local demo worker with the app. False: use one already running "
         "at worker_address (for example under torchrun on a GPU box).",
     )
-    worker_ranks: int = Field(default=2, ge=1, le=64, description="Ranks of the local worker.")
+    worker_ranks: int = Field(default=4, ge=1, le=64, description="Ranks of the local worker.")
+    worker_pg_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="A collective of the local worker waiting longer than this fails its job "
+        "(a hung rank); every demo step is bounded well below it.",
+    )
+    demo_stall_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=600,
+        description="A running demo that sends nothing for this long is failed, and a local "
+        "worker restarted.",
+    )
+    demo_queue_max: int = Field(
+        default=8, ge=0, le=1000, description="Demo runs that may wait for the worker at once."
+    )
     worker_backend: Literal["auto", "gloo", "nccl"] = Field(
         default="auto", description="auto: NCCL when every rank has a GPU, else gloo."
     )
     worker_token: str | None = Field(
         default=None,
         description="Shared secret between app and worker. Unset: generated once in data_dir.",
+    )
+    registration: Literal["open", "invite", "closed"] = Field(
+        default="open",
+        description="Who may create an account: anyone (open), holders of an invite code "
+        "(invite), or nobody but the admin CLI (closed).",
+    )
+    cookie_secure: bool = Field(
+        default=False,
+        description="Mark the session cookie Secure: set true when users reach the app over "
+        "https (behind a TLS reverse proxy).",
+    )
+    login_rate_limit: str = Field(
+        default="10/minute",
+        description="Log-in attempts per client address, and failed ones per username.",
+    )
+    register_rate_limit: str = Field(
+        default="20/hour", description="Registrations per client address."
+    )
+    demo_rate_limit: str = Field(
+        default="10/minute", description="Demo launches per user and per client address."
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="text for people, json for one JSON object per line."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="The least severe log level written."
     )
 
     @field_validator("worker_address")
@@ -51,6 +96,12 @@ class Settings(BaseSettings):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError("worker_address must look like host:port")
+        return value
+
+    @field_validator("login_rate_limit", "register_rate_limit", "demo_rate_limit")
+    @classmethod
+    def _a_rate(cls, value: str) -> str:
+        parse_rate(value)  # raises ValueError with the accepted forms
         return value
 
     @property

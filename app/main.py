@@ -5,18 +5,21 @@ Run with `uvicorn --factory app.main:create_app` (scripts/serve does).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
 
 from app.accounts.router import router as accounts_router
+from app.admin.backup import app_lock
+from app.admin.router import router as admin_router
 from app.calculators import routers as calculator_routers
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.router import router as cards_router
@@ -24,12 +27,21 @@ from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
+from app.live.queue import JobQueue
 from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
-from app.live.worker_process import LocalWorker
+from app.live.worker_process import LocalWorker, keep_worker_running
+from app.logs import RequestLog, configure_logging
 from app.quiz.bank import QuestionBank
 from app.quiz.router import router as quiz_router
-from app.security import CrossOriginProtection, LoginRequired
+from app.ratelimit import RateLimited, limits_for
+from app.security import (
+    CrossOriginProtection,
+    CsrfRefused,
+    LoginRequired,
+    SecurityHeaders,
+    require_csrf_token,
+)
 from app.templating import templates
 
 log = logging.getLogger("shardlab")
@@ -38,9 +50,12 @@ log = logging.getLogger("shardlab")
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    configure_logging(settings.log_format, settings.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Held while the app runs, so `python -m app.admin restore` can refuse to run under it.
+        lock = app_lock(settings.data_dir)
         migrate(settings.database_path)
         app.state.engine = make_engine(settings.database_url)
         worker = None
@@ -51,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 address=settings.worker_address,
                 token=settings.worker_secret,
                 log_path=settings.data_dir / "worker.log",
+                pg_timeout_s=settings.worker_pg_timeout_s,
             )
             # Not awaited: pages serve at once while the ranks start (a few seconds on CPU).
             worker.start()
@@ -60,12 +76,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings.worker_ranks,
             )
         app.state.worker = worker
+        app.state.demo_queue = JobQueue(settings.demo_queue_max)
+        watchdog = asyncio.create_task(keep_worker_running(worker)) if worker else None
         try:
             yield
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             if worker is not None:
                 worker.stop()
             app.state.engine.dispose()
+            lock.close()
 
     app = FastAPI(
         title="ShardLab",
@@ -73,33 +94,61 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "on distributed LLM training.",
         version="0.1.0",
         lifespan=lifespan,
+        # Every state-changing route needs this session's CSRF token (app/security.py).
+        dependencies=[Depends(require_csrf_token)],
     )
     app.state.settings = settings
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
     app.state.cards = CardLibrary.load(settings.content_dir / "cards")
     app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")
-    problems = app.state.cards.link_problems(
-        CALCULATOR_PAGES, DEMO_PAGES, (item.id for item in app.state.quiz.all())
-    )
+    problems = app.state.cards.link_problems(CALCULATOR_PAGES, DEMO_PAGES)
+    problems += app.state.quiz.card_problems(c.meta.id for c in app.state.cards.all())
     if problems:
         raise CardError("; ".join(problems))
+    app.state.limits = limits_for(
+        settings.login_rate_limit, settings.register_rate_limit, settings.demo_rate_limit
+    )
     app.state.search = SearchIndex(app.state.cards.all(), app.state.quiz.all())
-    app.state.worker_client = WorkerClient(settings.worker_address, settings.worker_secret)
+    app.state.worker_client = WorkerClient(
+        settings.worker_address,
+        settings.worker_secret,
+        read_timeout_s=settings.demo_stall_timeout_s,
+    )
 
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.session_secret,
         session_cookie="shardlab_session",
-        same_site="lax",
+        same_site="lax",  # HttpOnly too: Starlette always sets it on this cookie
+        https_only=settings.cookie_secure,
     )
     app.add_middleware(CrossOriginProtection)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestLog)  # last added runs first: it times everything
     app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
-    for router in (cards_router, *calculator_routers(), live_router, accounts_router, quiz_router):
+    for router in (
+        cards_router,
+        *calculator_routers(),
+        live_router,
+        accounts_router,
+        quiz_router,
+        admin_router,
+    ):
         app.include_router(router)
 
     @app.exception_handler(LoginRequired)
     async def _login_first(request: Request, exc: LoginRequired) -> RedirectResponse:
         return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+
+    @app.exception_handler(CsrfRefused)
+    async def _csrf_refused(request: Request, exc: CsrfRefused) -> Response:
+        return _refusal(request, exc.message, 403)
+
+    @app.exception_handler(RateLimited)
+    async def _rate_limited(request: Request, exc: RateLimited) -> Response:
+        response = _refusal(request, exc.message, 429)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def home(request: Request) -> HTMLResponse:
@@ -126,3 +175,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     return app
+
+
+def _refusal(request: Request, message: str, status: int) -> Response:
+    """A refused request in words: a fragment for htmx to swap in, a page otherwise."""
+    template = "_refusal.html" if request.headers.get("HX-Request") == "true" else "refused.html"
+    return templates.TemplateResponse(
+        request, template, {"message": message}, status_code=status
+    )

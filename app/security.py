@@ -1,7 +1,8 @@
-"""Passwords, the signed session, the current user, and cross-origin request refusal."""
+"""Passwords, the signed session, the current user, CSRF defence and security headers."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -16,6 +17,12 @@ from app.db import SessionDep
 password_hash = PasswordHash.recommended()  # argon2id
 
 SESSION_USER_KEY = "user_id"
+SESSION_CSRF_KEY = "csrf"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+# Pure computations that read no session and change nothing take no token, so scripts can
+# call them; the cross-origin check still applies to them.
+CSRF_EXEMPT_PREFIXES = ("/api/calc/",)
 
 
 def hash_password(password: str) -> str:
@@ -27,9 +34,11 @@ def verify_password(password: str, hashed: str) -> bool:
 
 
 def log_in(request: Request, user: User) -> None:
-    # A fresh session at login, so a session fixed before login is worth nothing after.
+    # A fresh session at login, so a session fixed before login is worth nothing after:
+    # that includes a new CSRF token (the next page carries it).
     request.session.clear()
     request.session[SESSION_USER_KEY] = user.id
+    csrf_token(request)
 
 
 def log_out(request: Request) -> None:
@@ -40,7 +49,51 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     user_id = request.session.get(SESSION_USER_KEY)
     if not isinstance(user_id, int):
         return None
-    return session.get(User, user_id)
+    user = session.get(User, user_id)
+    if user is None or user.disabled:
+        # Disabling a user ends their sessions at their next request.
+        request.session.pop(SESSION_USER_KEY, None)
+        return None
+    return user
+
+
+def csrf_token(request: Request) -> str:
+    """This session's CSRF token, made on first use; it lives in the signed session cookie."""
+    token = request.session.get(SESSION_CSRF_KEY)
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        request.session[SESSION_CSRF_KEY] = token
+    return token
+
+
+class CsrfRefused(Exception):
+    """A state-changing request without this session's token; the app answers 403."""
+
+    message = (
+        "This form has expired or did not come from this site (its security token is missing "
+        "or wrong). Reload the page and try again."
+    )
+
+
+async def require_csrf_token(request: Request) -> None:
+    """App-wide dependency: every POST/PUT/PATCH/DELETE carries the session's token, in the
+    X-CSRF-Token header (htmx, from hx-headers:inherited on <body>) or a csrf_token field."""
+    if request.method in CrossOriginProtection.SAFE_METHODS or request.url.path.startswith(
+        CSRF_EXEMPT_PREFIXES
+    ):
+        return
+    expected = request.session.get(SESSION_CSRF_KEY)
+    sent = [request.headers.get(CSRF_HEADER)]
+    if request.headers.get("content-type", "").startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        # Starlette caches the parsed form, so the route reads the same one.
+        sent.append((await request.form()).get(CSRF_FIELD))
+    if not isinstance(expected, str) or not any(
+        isinstance(token, str) and secrets.compare_digest(token.encode(), expected.encode())
+        for token in sent
+    ):
+        raise CsrfRefused
 
 
 class LoginRequired(Exception):
@@ -64,6 +117,15 @@ def current_api_user(user: Annotated[User | None, Depends(optional_user)]) -> Us
 
 OptionalUser = Annotated[User | None, Depends(optional_user)]
 CurrentUser = Annotated[User, Depends(current_user)]
+
+
+def admin_user(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "admins only")
+    return user
+
+
+AdminUser = Annotated[User, Depends(admin_user)]
 
 
 class CrossOriginProtection:
@@ -99,3 +161,54 @@ class CrossOriginProtection:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+# No inline scripts anywhere (templates load only files from /static). style-src allows
+# 'unsafe-inline' because KaTeX writes style="" attributes on the math it renders and mermaid
+# puts a <style> element inside every SVG it draws; styles cannot run code.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# FastAPI's /docs and /redoc pages load Swagger UI / ReDoc from a CDN with an inline script;
+# they show no user data, so they get a looser policy of their own.
+API_DOCS_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
+    "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
+    "font-src 'self' https://fonts.gstatic.com; connect-src 'self'; worker-src blob:; "
+    "frame-ancestors 'none'"
+)
+API_DOCS_PATHS = ("/docs", "/redoc")
+
+
+class SecurityHeaders:
+    """Adds the Content-Security-Policy and friends to every HTTP response (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        policy = API_DOCS_POLICY if path.startswith(API_DOCS_PATHS) else CONTENT_SECURITY_POLICY
+        extra = [
+            (b"content-security-policy", policy.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"same-origin"),
+            (b"x-frame-options", b"DENY"),
+        ]
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *((k, v) for k, v in extra if k not in present),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -10,7 +10,8 @@ from app import formatting
 from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
-from app.security import SESSION_USER_KEY
+from app.quiz.rendering import markdown_html, markdown_inline_html
+from app.security import SESSION_USER_KEY, csrf_token
 
 NAV = [
     ("Cards", "/cards"),
@@ -18,6 +19,7 @@ NAV = [
     ("Demos", "/demos"),
     ("Quiz", "/quiz"),
     ("Progress", "/progress"),
+    ("Groups", "/groups"),
 ]
 
 
@@ -28,7 +30,15 @@ def _page_context(request: Request) -> dict[str, object]:
     if isinstance(user_id, int):
         with Session(request.app.state.engine) as session:
             user = session.get(User, user_id)
-    return {"nav": NAV, "user": user, "path": request.url.path}
+        if user is not None and user.disabled:
+            user = None
+    return {
+        "nav": NAV,
+        "user": user,
+        "path": request.url.path,
+        # htmx sends it from <body hx-headers:inherited>; plain forms as a hidden field.
+        "csrf_token": csrf_token(request),
+    }
 
 
 templates = Jinja2Templates(directory=ROOT_DIR / "templates", context_processors=[_page_context])
@@ -37,4 +47,6 @@ templates.env.filters.update(
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,
+    quiz_markdown=markdown_html,
+    quiz_inline=markdown_inline_html,
 )

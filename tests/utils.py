@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -24,13 +25,48 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         "worker_spawn": False,
         "worker_address": f"127.0.0.1:{free_port()}",  # nothing listens: 'unavailable'
         "worker_token": "test-token",
+        "worker_ranks": 2,
     }
     values.update(overrides)
     return Settings(**values)
 
 
+def csrf_token(client: TestClient) -> str:
+    """This client's session CSRF token, read from a page as a browser would see it."""
+    page = client.get("/login")
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert match, "no csrf_token field on /login"
+    return match.group(1)
+
+
+def refresh_csrf(client: TestClient) -> str:
+    """Sends the session's current token with every later request, as htmx does from <body>;
+    call it again after logging in or out, which start a new session."""
+    token = csrf_token(client)
+    client.headers["X-CSRF-Token"] = token
+    return token
+
+
 def register(client: TestClient, username: str = "ada", password: str = "correct horse") -> None:
     response = client.post(
-        "/register", data={"username": username, "password": password}, follow_redirects=False
+        "/register",
+        data={"username": username, "password": password, "csrf_token": csrf_token(client)},
+        follow_redirects=False,
     )
     assert response.status_code == 303, response.text
+    refresh_csrf(client)
+
+
+def log_in(client: TestClient, username: str, password: str = "correct horse") -> None:
+    response = client.post(
+        "/login",
+        data={"username": username, "password": password, "csrf_token": csrf_token(client)},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303, response.text
+    refresh_csrf(client)
+
+
+def log_out(client: TestClient) -> None:
+    client.post("/logout", data={"csrf_token": csrf_token(client)})
+    refresh_csrf(client)

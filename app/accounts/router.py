@@ -1,7 +1,8 @@
-"""Register, log in, log out."""
+"""Register (open, by invite or closed), log in (rate-limited), log out."""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -10,12 +11,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from app.accounts.invites import invite_problem
 from app.accounts.models import User
 from app.accounts.schemas import LABELS, Credentials
+from app.config import Settings
 from app.db import SessionDep
 from app.forms import parse_form
+from app.ratelimit import SlidingWindow, client_address, wait_message
 from app.security import hash_password, log_in, log_out, verify_password
 from app.templating import templates
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
@@ -40,18 +46,49 @@ def _form(
     status: int,
     username: str = "",
     next_path: str = "",
+    invite: str = "",
+    retry_after_s: int | None = None,
 ) -> HTMLResponse:
-    return templates.TemplateResponse(
+    settings: Settings = request.app.state.settings
+    response = templates.TemplateResponse(
         request,
         f"accounts/{page}.html",
-        {"errors": errors, "username": username, "next": next_path},
+        {
+            "errors": errors,
+            "username": username,
+            "next": next_path,
+            "invite": invite,
+            "registration": settings.registration,
+        },
         status_code=status,
+    )
+    if retry_after_s is not None:
+        response.headers["Retry-After"] = str(retry_after_s)
+    return response
+
+
+def _limiter(request: Request, name: str) -> SlidingWindow:
+    return request.app.state.limits[name]
+
+
+def _too_many(
+    request: Request, page: str, wait_s: float, what: str, username: str, next_path: str
+) -> HTMLResponse:
+    retry_after_s = max(1, int(wait_s + 0.999))
+    return _form(
+        request,
+        page,
+        [wait_message(wait_s, what)],
+        429,
+        username,
+        next_path,
+        retry_after_s=retry_after_s,
     )
 
 
 @router.get("/register", response_class=HTMLResponse)
-def register_form(request: Request, next: str = "") -> HTMLResponse:
-    return _form(request, "register", [], 200, next_path=_safe_next(next))
+def register_form(request: Request, next: str = "", invite: str = "") -> HTMLResponse:
+    return _form(request, "register", [], 200, next_path=_safe_next(next), invite=invite[:500])
 
 
 # Sync routes on purpose: an argon2 hash takes a quarter of a second of CPU, which would
@@ -63,11 +100,22 @@ def register(
     username: FormText = "",
     password: FormText = "",
     next: FormText = "",
+    invite: FormText = "",
 ) -> Response:
+    settings: Settings = request.app.state.settings
     next_path = _safe_next(next)
+    if settings.registration == "closed":
+        return _form(request, "register", [], 403, username, next_path)
+    wait = _limiter(request, "register_address").hit(client_address(request))
+    if wait:
+        return _too_many(request, "register", wait, "new accounts", username, next_path)
     creds, errors = parse_form(Credentials, {"username": username, "password": password}, LABELS)
-    if creds is None:
-        return _form(request, "register", errors, 422, username, next_path)
+    if settings.registration == "invite":
+        problem = invite_problem(settings.session_secret, invite)
+        if problem:
+            errors.append(problem)
+    if creds is None or errors:
+        return _form(request, "register", errors, 422, username.strip(), next_path, invite)
     user = User(username=creds.username, password_hash=hash_password(creds.password))
     session.add(user)
     try:
@@ -81,8 +129,10 @@ def register(
             422,
             creds.username,
             next_path,
+            invite,
         )
     session.refresh(user)
+    log.info("registered user %s (id %s)", user.username, user.id)
     log_in(request, user)
     return RedirectResponse(next_path, status_code=303)
 
@@ -102,9 +152,20 @@ def login(
 ) -> Response:
     next_path = _safe_next(next)
     username = username.strip()
+    # Every attempt counts against the address; failures also count against the username,
+    # so guessing one account's password from many addresses is slowed down too.
+    wait = _limiter(request, "login_address").hit(client_address(request))
+    wait = wait or _limiter(request, "login_username").retry_after_s(username.lower())
+    if wait:
+        return _too_many(request, "login", wait, "log-in attempts", username, next_path)
     user = session.exec(select(User).where(User.username == username)).first()
     if user is None or not verify_password(password, user.password_hash):
+        _limiter(request, "login_username").record(username.lower())
+        log.info("failed log-in for %r from %s", username, client_address(request))
         return _form(request, "login", ["Wrong username or password"], 422, username, next_path)
+    if user.disabled:
+        message = "This account is disabled: ask the admin of this server"
+        return _form(request, "login", [message], 403, username, next_path)
     log_in(request, user)
     return RedirectResponse(next_path, status_code=303)
 

@@ -28,7 +28,6 @@ class CardMeta(BaseModel):
     prerequisites: list[Slug] = Field(default_factory=list)
     calculators: list[Slug] = Field(default_factory=list)
     demos: list[Slug] = Field(default_factory=list)
-    quiz: list[Slug] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from html import escape
 
 from app.cards.models import Card
-from app.quiz.bank import GeneratedNumericItem
+from app.quiz.bank import QuizItem
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Hit:
 
 
 class SearchIndex:
-    def __init__(self, cards: Iterable[Card], quiz_items: Iterable[GeneratedNumericItem]) -> None:
+    def __init__(self, cards: Iterable[Card], quiz_items: Iterable[QuizItem]) -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._db.execute(

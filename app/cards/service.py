@@ -163,14 +163,12 @@ class CardLibrary:
     def tags(self) -> list[str]:
         return sorted({t for c in self._cards for t in c.meta.tags})
 
-    def link_problems(self, calculators: Iterable[str], demos: Iterable[str],
-                      quiz_items: Iterable[str]) -> list[str]:  # fmt: skip
-        """Every related calculator, demo and quiz item a card names that does not exist."""
-        known = {"calculator": set(calculators), "demo": set(demos), "quiz item": set(quiz_items)}
+    def link_problems(self, calculators: Iterable[str], demos: Iterable[str]) -> list[str]:
+        """Every related calculator and demo a card names that does not exist."""
+        known = {"calculator": set(calculators), "demo": set(demos)}
         problems = []
         for c in self._cards:
-            for kind, names in (("calculator", c.meta.calculators), ("demo", c.meta.demos),
-                                ("quiz item", c.meta.quiz)):  # fmt: skip
+            for kind, names in (("calculator", c.meta.calculators), ("demo", c.meta.demos)):
                 problems += [f"{c.meta.id}: no {kind} {n!r}" for n in names if n not in known[kind]]
         return problems
 

@@ -1,59 +1,158 @@
-"""The question bank: content/quiz/*.yaml, validated when the app starts."""
+"""The question bank: content/quiz/*.yaml, validated when the app starts.
+
+Each file is a list of items; `kind` picks the item's shape. An item names the card it
+practises (`card`), which is the only link between cards and items.
+"""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from app.cards.models import Slug
 from app.quiz.generators import GENERATORS
+
+Markdown = Annotated[str, Field(min_length=1)]
 
 
 class BankError(ValueError):
     """A quiz file that does not meet the format; names the file and what is wrong."""
 
 
-class GeneratedNumericItem(BaseModel):
-    """A numeric question whose inputs are drawn at random and whose answer a calculator gives."""
-
-    model_config = ConfigDict(extra="forbid")
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Slug
     card: Slug
+    prompt: Markdown
+
+
+class ChoiceOption(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: Markdown
+    correct: bool
+    explanation: Markdown
+
+
+class SingleChoiceItem(_Item):
+    kind: Literal["single"]
+    options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
+    explanation: str = ""
+
+    @model_validator(mode="after")
+    def _exactly_one_correct(self) -> Self:
+        if sum(o.correct for o in self.options) != 1:
+            raise ValueError("a single-choice item has exactly one correct option")
+        return self
+
+
+class MultipleChoiceItem(_Item):
+    kind: Literal["multiple"]
+    options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
+    explanation: str = ""
+
+    @model_validator(mode="after")
+    def _at_least_one_correct(self) -> Self:
+        if not any(o.correct for o in self.options):
+            raise ValueError("a multiple-choice item has at least one correct option")
+        return self
+
+
+class NumericItem(_Item):
+    """A published figure: the answer is typed in, the solution says where it comes from."""
+
+    kind: Literal["numeric"]
+    answer: float
+    unit: str
+    relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)] | None = None
+    absolute_tolerance: Annotated[float, Field(gt=0)] | None = None
+    solution: Markdown
+
+    @model_validator(mode="after")
+    def _one_tolerance(self) -> Self:
+        if (self.relative_tolerance is None) == (self.absolute_tolerance is None):
+            raise ValueError("give exactly one of relative_tolerance and absolute_tolerance")
+        return self
+
+
+class GeneratedItem(_Item):
+    """A numeric question whose inputs are drawn from `choices` and answered by a calculator."""
+
     kind: Literal["generated"]
     generator: str
-    prompt: str
     unit: str
     relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)]
     choices: dict[str, Annotated[list[float | int], Field(min_length=1)]]
 
+    def all_inputs(self) -> Iterator[dict[str, float | int]]:
+        """Every combination of the choices (the cartesian product)."""
+        names = list(self.choices)
+        for values in itertools.product(*(self.choices[n] for n in names)):
+            yield dict(zip(names, values, strict=True))
+
+
+class FlashcardItem(_Item):
+    """Free recall: the learner answers in their head, reveals `back`, and rates themselves."""
+
+    kind: Literal["flashcard"]
+    back: Markdown
+
+
+QuizItem = Annotated[
+    SingleChoiceItem | MultipleChoiceItem | NumericItem | GeneratedItem | FlashcardItem,
+    Field(discriminator="kind"),
+]
+_ITEMS = TypeAdapter(list[QuizItem])
+# Kinds graded against a right answer (a flashcard is rated by the learner).
+GRADED_KINDS = frozenset({"single", "multiple", "numeric", "generated"})
+
 
 class QuestionBank:
-    def __init__(self, items: list[GeneratedNumericItem]) -> None:
+    def __init__(self, items: list[QuizItem]) -> None:
         self._by_id = {item.id: item for item in items}
 
     @classmethod
     def load(cls, quiz_dir: Path) -> QuestionBank:
-        items: list[GeneratedNumericItem] = []
+        items: list[QuizItem] = []
         for path in sorted(quiz_dir.glob("*.yaml")):
             try:
                 raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-                items += [GeneratedNumericItem.model_validate(entry) for entry in raw]
+                items += _ITEMS.validate_python(raw)
             except (yaml.YAMLError, ValidationError, TypeError) as exc:
                 raise BankError(f"{path.name}: {exc}") from exc
         for item in items:
-            if item.generator not in GENERATORS:
+            if isinstance(item, GeneratedItem) and item.generator not in GENERATORS:
                 raise BankError(f"{item.id}: unknown generator {item.generator!r}")
-        ids = [item.id for item in items]
-        if len(ids) != len(set(ids)):
-            raise BankError(f"duplicate quiz item ids in {quiz_dir}")
+        seen: set[str] = set()
+        for item in items:
+            if item.id in seen:
+                raise BankError(f"quiz item id {item.id!r} is used twice in {quiz_dir}")
+            seen.add(item.id)
         return cls(items)
 
-    def get(self, item_id: str) -> GeneratedNumericItem | None:
+    def get(self, item_id: str) -> QuizItem | None:
         return self._by_id.get(item_id)
 
-    def all(self) -> list[GeneratedNumericItem]:
+    def all(self) -> list[QuizItem]:
         return list(self._by_id.values())
+
+    def for_cards(self, card_ids: Iterable[str]) -> list[QuizItem]:
+        """Items of these cards, in the order the cards are given."""
+        order = {card: i for i, card in enumerate(card_ids)}
+        chosen = [item for item in self._by_id.values() if item.card in order]
+        return sorted(chosen, key=lambda item: order[item.card])
+
+    def card_problems(self, card_ids: Iterable[str]) -> list[str]:
+        """Every item whose `card` is not a card."""
+        known = set(card_ids)
+        return [
+            f"quiz item {item.id}: no card {item.card!r}"
+            for item in self._by_id.values()
+            if item.card not in known
+        ]

@@ -1,25 +1,75 @@
-"""One row per answer a learner submits."""
+"""Quiz tables: every answer (QuizAttempt), the FSRS state per user per item, mock interviews,
+study groups and their members."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.accounts.models import utc_now
 
 
 class QuizAttempt(SQLModel, table=True):
+    """One answer, kept for history; the scheduler's state lives in ItemState."""
+
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user.id", index=True)
     item_id: str = Field(index=True, max_length=100)
-    # The generated question's inputs, so the attempt can be re-graded and re-shown.
+    kind: str = Field(default="generated", max_length=20)
+    # A generated question's inputs, so the attempt can be re-graded and re-shown.
     question_params: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     prompt: str
-    answer: float
-    expected: float
-    unit: str = Field(max_length=20)
+    answer: float | None = None  # numeric kinds: the number typed, in `unit`
+    expected: float | None = None
+    answer_text: str = Field(default="", max_length=200)  # choices picked, or the typed text
+    unit: str = Field(default="", max_length=20)
     correct: bool
+    rating: int | None = None  # the FSRS rating this answer gave (1 Again .. 4 Easy)
+    duration_ms: int | None = None
+    mock_id: int | None = Field(default=None, foreign_key="mockinterview.id", index=True)
     created_at: datetime = Field(default_factory=utc_now, index=True)
+
+
+class ItemState(SQLModel, table=True):
+    """The FSRS card of one user for one item: `fsrs_card` is fsrs.Card.to_dict()."""
+
+    __table_args__ = (UniqueConstraint("user_id", "item_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    item_id: str = Field(index=True, max_length=100)
+    fsrs_card: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    due: datetime = Field(index=True)  # copied out of fsrs_card, so due items are one query
+    reviews: int = 0
+    lapses: int = 0
+    updated_at: datetime = Field(default_factory=utc_now)
+
+
+class MockInterview(SQLModel, table=True):
+    """N questions drawn up front (with a generated item's inputs), answered against a clock."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    # [{"item_id": ..., "inputs": {...}}], in the order they are asked
+    questions: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
+    time_limit_s: int
+    started_at: datetime = Field(default_factory=utc_now)
+
+
+class StudyGroup(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=60)
+    invite_code: str = Field(index=True, unique=True, max_length=20)
+    created_by: int = Field(foreign_key="user.id")
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class GroupMember(SQLModel, table=True):
+    group_id: int = Field(foreign_key="studygroup.id", primary_key=True)
+    user_id: int = Field(foreign_key="user.id", primary_key=True, index=True)
+    # Members opt in: until they do, the group sees their name and nothing else.
+    shares_progress: bool = False
+    joined_at: datetime = Field(default_factory=utc_now)

@@ -1,90 +1,121 @@
-"""The quiz page, answering, and the progress page."""
+"""The review and practice pages and answering; progress, groups and mock interviews are
+routed from their own modules and included here."""
 
 from __future__ import annotations
 
-import math
 import random
-from typing import Annotated
+import time
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
+from starlette.datastructures import FormData
 
 from app.db import SessionDep
-from app.quiz.bank import QuestionBank
+from app.quiz.answer_form import read_answer_form
+from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.grading import AnswerError
+from app.quiz.groups_router import router as groups_router
+from app.quiz.mock_router import router as mock_router
+from app.quiz.progress_router import router as progress_router
+from app.quiz.review_queue import Mode, UnknownTopic, next_item, topic_cards, topics
 from app.quiz.service import (
     BadQuestion,
     Question,
-    attempts_of,
     draw_question,
+    grade,
     question_for,
-    record_attempt,
+    record_answer,
 )
 from app.security import CurrentUser
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
+for _sub in (progress_router, groups_router, mock_router):
+    router.include_router(_sub)
+
+MODES: dict[str, str] = {"review": "Daily review", "practice": "Practice"}
 
 
-def _bank(request: Request) -> QuestionBank:
+def bank_of(request: Request) -> QuestionBank:
     return request.app.state.quiz
 
 
+def _mode(value: str) -> Mode:
+    return "practice" if value == "practice" else "review"
+
+
+def _quiz_url(mode: str, topic: str, skip: str = "") -> str:
+    query = {k: v for k, v in (("mode", mode), ("topic", topic), ("skip", skip)) if v}
+    return "/quiz" + (f"?{urlencode(query)}" if query else "")
+
+
 @router.get("/quiz", response_class=HTMLResponse)
-def quiz_page(request: Request, user: CurrentUser) -> HTMLResponse:
-    items = _bank(request).all()
-    rng = random.Random()
-    question = draw_question(rng.choice(items), rng)
-    return templates.TemplateResponse(request, "quiz/question.html", {"question": question})
-
-
-def _parse_answer(text: str) -> float | None:
-    try:
-        value = float(text.strip().replace(",", ""))
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-@router.post("/quiz/answer", response_class=HTMLResponse)
-async def answer(
+def quiz_page(
     request: Request,
     user: CurrentUser,
     session: SessionDep,
-    item_id: Annotated[str, Form(max_length=100)],
-    answer: Annotated[str, Form(max_length=100)] = "",
+    mode: str = "review",
+    topic: str = "",
+    skip: str = "",
 ) -> HTMLResponse:
-    item = _bank(request).get(item_id)
+    """The next item of a daily review (due, then new) or a topic's practice."""
+    bank = bank_of(request)
+    context: dict[str, object] = {
+        "mode": _mode(mode), "topic": topic[:80], "modes": MODES,
+        "topics": topics(request.app.state.cards, bank),
+    }  # fmt: skip
+    try:
+        card_ids = topic_cards(request.app.state.cards, topic[:80])
+    except UnknownTopic as exc:
+        return templates.TemplateResponse(
+            request, "quiz/question.html", {**context, "error": str(exc)}, status_code=422
+        )
+    assert user.id is not None
+    chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100])
+    if chosen is None:
+        return templates.TemplateResponse(request, "quiz/question.html", context)
+    item, reason = chosen
+    question = draw_question(item, random.Random())
+    context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
+    return templates.TemplateResponse(request, "quiz/question.html", context)
+
+
+def question_from_form(bank: QuestionBank, form: FormData, item_id: str) -> Question:
+    """The question the form was showing; HTTP 422 if the item or its inputs were changed."""
+    item = bank.get(item_id)
     if item is None:
         raise HTTPException(422, f"no quiz item called {item_id!r}")
+    inputs = None
+    if isinstance(item, GeneratedItem):
+        try:
+            inputs = {name: float(str(form.get(f"in_{name}", ""))) for name in item.choices}
+            return question_for(item, inputs)
+        except (ValueError, BadQuestion) as exc:
+            raise HTTPException(422, f"this question's inputs were changed: {exc}") from exc
+    return question_for(item)
+
+
+@router.post("/quiz/answer", response_class=HTMLResponse)
+async def answer(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
     form = await request.form()
-    try:
-        inputs = {name: float(str(form.get(f"in_{name}", ""))) for name in item.choices}
-        question = question_for(item, inputs)
-    except (ValueError, BadQuestion) as exc:
-        raise HTTPException(422, f"this question's inputs were changed: {exc}") from exc
-    value = _parse_answer(answer)
+    fields = read_answer_form(form)
+    question = question_from_form(bank_of(request), form, fields.item_id)
+    mode, topic = _mode(str(form.get("mode", ""))), str(form.get("topic", ""))[:80]
+    context: dict[str, object] = {
+        "question": question, "mode": mode, "topic": topic, "modes": MODES,
+        "next_url": _quiz_url(mode, topic, skip=question.item.id),
+        "topics": topics(request.app.state.cards, bank_of(request)),
+    }  # fmt: skip
     partial = request.headers.get("HX-Request") == "true"
-    if value is None:
-        return _answered(
-            request, question, partial, error="Answer: type a number, e.g. 16.6", status=422
-        )
-    attempt = record_attempt(session, user, question, value)
-    return _answered(request, question, partial, attempt=attempt)
-
-
-def _answered(
-    request: Request, question: Question, partial: bool, status: int = 200, **context: object
-) -> HTMLResponse:
     template = "quiz/_result.html" if partial else "quiz/question.html"
-    return templates.TemplateResponse(
-        request, template, {"question": question, **context}, status_code=status
-    )
-
-
-@router.get("/progress", response_class=HTMLResponse)
-def progress_page(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
-    attempts = attempts_of(session, user)
-    correct = sum(a.correct for a in attempts)
-    return templates.TemplateResponse(
-        request, "quiz/progress.html", {"attempts": attempts, "correct": correct}
-    )
+    try:
+        outcome = grade(question, fields.answer, fields.picked, fields.rating,
+                        fields.duration_s, fields.hinted)  # fmt: skip
+    except AnswerError as exc:
+        return templates.TemplateResponse(
+            request, template, {**context, "answer_error": str(exc)}, status_code=422
+        )
+    attempt, state = record_answer(session, user, question, outcome)
+    context |= {"attempt": attempt, "outcome": outcome, "state": state}
+    return templates.TemplateResponse(request, template, context)

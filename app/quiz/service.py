@@ -1,18 +1,33 @@
-"""Drawing a generated question, grading an answer with the calculator, keeping the attempt."""
+"""Drawing a question of any kind, grading an answer, and keeping it: the attempt and the
+item's new FSRS state are written in one transaction, committed before this returns."""
 
 from __future__ import annotations
 
-import math
 import random
+import re
+import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from fsrs import Card, Rating
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.accounts.models import User
-from app.quiz.bank import GeneratedNumericItem
+from app.quiz.bank import (
+    FlashcardItem,
+    GeneratedItem,
+    MultipleChoiceItem,
+    NumericItem,
+    QuizItem,
+    SingleChoiceItem,
+)
 from app.quiz.generators import GENERATORS, Solution
-from app.quiz.models import QuizAttempt
+from app.quiz.grading import AnswerError, grade_choice, parse_number, within_tolerance
+from app.quiz.models import ItemState, QuizAttempt
+from app.quiz.rendering import markdown_html
+from app.quiz.scheduling import new_card, rating_for_answer, review
 
 
 class BadQuestion(ValueError):
@@ -21,53 +36,184 @@ class BadQuestion(ValueError):
 
 @dataclass(frozen=True)
 class Question:
-    item: GeneratedNumericItem
-    inputs: dict[str, float | int]
-    prompt: str
-    solution: Solution
+    item: QuizItem
+    inputs: dict[str, float | int]  # a generated item's drawn inputs; empty otherwise
+    prompt: str  # Markdown, placeholders filled
+    solution: Solution | None = None  # generated items only
+    option_order: list[int] = field(default_factory=list)  # choice items: display order
+
+    @property
+    def prompt_html(self) -> str:
+        return markdown_html(self.prompt)
 
 
-def question_for(item: GeneratedNumericItem, inputs: Mapping[str, float | int]) -> Question:
-    if set(inputs) != set(item.choices):
-        raise BadQuestion(f"expected inputs {sorted(item.choices)}, got {sorted(inputs)}")
-    for name, value in inputs.items():
-        if value not in item.choices[name]:
-            raise BadQuestion(f"{name}={value!r} is not one of this question's choices")
-    solution = GENERATORS[item.generator](inputs)
-    return Question(
-        item=item,
-        inputs=dict(inputs),
-        prompt=item.prompt.format(**solution.prompt_fields),
-        solution=solution,
-    )
+@dataclass(frozen=True)
+class Outcome:
+    """A graded (or self-rated) answer, ready to store."""
+
+    correct: bool
+    rating: Rating
+    answer: float | None = None
+    expected: float | None = None
+    answer_text: str = ""
+    picked: frozenset[int] = frozenset()
+    duration_ms: int | None = None
 
 
-def draw_question(item: GeneratedNumericItem, rng: random.Random) -> Question:
-    return question_for(item, {name: rng.choice(values) for name, values in item.choices.items()})
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def is_correct(answer: float, expected: float, relative_tolerance: float) -> bool:
-    return math.isclose(answer, expected, rel_tol=relative_tolerance, abs_tol=0.0)
+def fill_prompt(prompt: str, fields: Mapping[str, str]) -> str:
+    """Fills {name} for the generator's fields only, so LaTeX braces in a prompt survive."""
+    return _PLACEHOLDER.sub(lambda m: fields.get(m.group(1), m.group(0)), prompt)
 
 
-def record_attempt(session: Session, user: User, question: Question, answer: float) -> QuizAttempt:
-    """Stores the graded answer; it is committed before this returns."""
+def question_for(
+    item: QuizItem,
+    inputs: Mapping[str, float | int] | None = None,
+    rng: random.Random | None = None,
+) -> Question:
+    if isinstance(item, GeneratedItem):
+        inputs = dict(inputs or {})
+        if set(inputs) != set(item.choices):
+            raise BadQuestion(f"expected inputs {sorted(item.choices)}, got {sorted(inputs)}")
+        for name, value in inputs.items():
+            if value not in item.choices[name]:
+                raise BadQuestion(f"{name}={value!r} is not one of this question's choices")
+        solution = GENERATORS[item.generator](inputs)
+        return Question(item, inputs, fill_prompt(item.prompt, solution.prompt_fields), solution)
+    order = []
+    if isinstance(item, SingleChoiceItem | MultipleChoiceItem):
+        order = list(range(len(item.options)))
+        (rng or random.Random()).shuffle(order)
+    return Question(item, {}, item.prompt, option_order=order)
+
+
+def draw_question(item: QuizItem, rng: random.Random) -> Question:
+    inputs = None
+    if isinstance(item, GeneratedItem):
+        inputs = {name: rng.choice(values) for name, values in item.choices.items()}
+    return question_for(item, inputs, rng)
+
+
+def expected_answer(question: Question) -> float | None:
+    if question.solution is not None:
+        return question.solution.answer
+    if isinstance(question.item, NumericItem):
+        return question.item.answer
+    return None
+
+
+def grade(
+    question: Question,
+    answer: str,
+    picked: set[int],
+    self_rating: int | None,
+    duration_s: float | None,
+    hinted: bool,
+) -> Outcome:
+    """Grades what the form sent for this question's kind; AnswerError says what to fix."""
+    item = question.item
+    duration_ms = None if duration_s is None else int(duration_s * 1000)
+    if isinstance(item, FlashcardItem):
+        if self_rating not in (1, 2, 3, 4):
+            raise AnswerError("rate yourself: Again, Hard, Good or Easy")
+        rating = Rating(self_rating)
+        return Outcome(rating != Rating.Again, rating, answer_text=rating.name,
+                       duration_ms=duration_ms)  # fmt: skip
+    if isinstance(item, SingleChoiceItem | MultipleChoiceItem):
+        if not picked:
+            raise AnswerError("pick an option" if item.kind == "single" else "pick the options")
+        if any(not 0 <= i < len(item.options) for i in picked):
+            raise AnswerError("that option is not one of this question's")
+        if item.kind == "single" and len(picked) != 1:
+            raise AnswerError("pick exactly one option")
+        result = grade_choice([o.correct for o in item.options], picked)
+        rating = rating_for_answer(item.kind, result.correct, duration_s, hinted)
+        text = ",".join(str(i) for i in sorted(picked))
+        return Outcome(result.correct, rating, answer_text=text, picked=result.picked,
+                       duration_ms=duration_ms)  # fmt: skip
+    unit = item.unit
+    value = parse_number(answer, unit)
+    expected = expected_answer(question)
+    assert expected is not None
+    if isinstance(item, NumericItem):
+        correct = within_tolerance(value, expected, item.relative_tolerance,
+                                   item.absolute_tolerance)  # fmt: skip
+    else:
+        correct = within_tolerance(value, expected, item.relative_tolerance)
+    rating = rating_for_answer(item.kind, correct, duration_s, hinted)
+    return Outcome(correct, rating, answer=value, expected=expected, answer_text=answer.strip(),
+                   duration_ms=duration_ms)  # fmt: skip
+
+
+def _state_for(session: Session, user_id: int, item_id: str) -> ItemState | None:
+    return session.exec(
+        select(ItemState).where(ItemState.user_id == user_id, ItemState.item_id == item_id)
+    ).first()
+
+
+def _apply_review(
+    session: Session, user_id: int, item_id: str, rating: Rating, now: datetime
+) -> ItemState:
+    state = _state_for(session, user_id, item_id)
+    if state is None:
+        card = new_card(card_id=zlib.crc32(f"{user_id}:{item_id}".encode()), now=now)
+        state = ItemState(user_id=user_id, item_id=item_id, fsrs_card=card.to_dict(), due=now)
+    card = review(Card.from_dict(state.fsrs_card), rating, now)
+    state.fsrs_card = card.to_dict()
+    state.due = card.due
+    state.reviews += 1
+    state.lapses += rating == Rating.Again
+    state.updated_at = now
+    session.add(state)
+    return state
+
+
+def record_answer(
+    session: Session,
+    user: User,
+    question: Question,
+    outcome: Outcome,
+    mock_id: int | None = None,
+    now: datetime | None = None,
+) -> tuple[QuizAttempt, ItemState]:
+    """Stores the attempt and the item's next FSRS state; both are committed before this
+    returns, so a response that says 'recorded' is never a lie, even if the process dies."""
     assert user.id is not None
-    expected = question.solution.answer
-    attempt = QuizAttempt(
-        user_id=user.id,
-        item_id=question.item.id,
-        question_params=question.inputs,
-        prompt=question.prompt,
-        answer=answer,
-        expected=expected,
-        unit=question.item.unit,
-        correct=is_correct(answer, expected, question.item.relative_tolerance),
-    )
-    session.add(attempt)
-    session.commit()
-    session.refresh(attempt)
-    return attempt
+    now = now or datetime.now(UTC)
+    item = question.item
+    for attempt_number in range(2):
+        attempt = QuizAttempt(
+            user_id=user.id,
+            item_id=item.id,
+            kind=item.kind,
+            question_params=question.inputs,
+            prompt=question.prompt,
+            answer=outcome.answer,
+            expected=outcome.expected,
+            answer_text=outcome.answer_text[:200],
+            unit=getattr(item, "unit", ""),
+            correct=outcome.correct,
+            rating=int(outcome.rating),
+            duration_ms=outcome.duration_ms,
+            mock_id=mock_id,
+            created_at=now,
+        )
+        session.add(attempt)
+        state = _apply_review(session, user.id, item.id, outcome.rating, now)
+        try:
+            session.commit()
+        except IntegrityError:
+            # Two answers to a first-seen item raced to create its state: retry once.
+            session.rollback()
+            if attempt_number:
+                raise
+            continue
+        session.refresh(attempt)
+        session.refresh(state)
+        return attempt, state
+    raise AssertionError("unreachable")
 
 
 def attempts_of(session: Session, user: User, limit: int = 200) -> list[QuizAttempt]:

@@ -1,4 +1,4 @@
-"""Register, log in, log out: argon2 hashes, a signed cookie holding only the user id."""
+"""Register, log in, log out: argon2 hashes, a signed cookie holding the user id and a token."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.accounts.models import User
-from tests.utils import register
+from tests.utils import csrf_token, log_out, register
+
+
+def _session_payload(client: TestClient) -> dict:
+    cookie = client.cookies["shardlab_session"]
+    return json.loads(base64.b64decode(cookie.split(".")[0] + "=="))
 
 
 def test_register_logs_in_and_stores_an_argon2_hash(client: TestClient) -> None:
@@ -21,59 +26,75 @@ def test_register_logs_in_and_stores_an_argon2_hash(client: TestClient) -> None:
     assert "correct horse" not in user.password_hash
 
 
-def test_session_cookie_holds_only_the_user_id(client: TestClient) -> None:
+def test_session_cookie_holds_only_the_user_id_and_the_csrf_token(client: TestClient) -> None:
     register(client)
-    cookie = client.cookies["shardlab_session"]
-    payload = json.loads(base64.b64decode(cookie.split(".")[0] + "=="))
-    assert payload == {"user_id": 1}
+    payload = _session_payload(client)
+    assert set(payload) == {"user_id", "csrf"}
+    assert payload["user_id"] == 1 and len(payload["csrf"]) >= 40
 
 
 def test_log_out_then_log_in_again(client: TestClient) -> None:
     register(client, "ada", "correct horse")
-    client.post("/logout")
+    log_out(client)
     assert client.get("/quiz", follow_redirects=False).status_code == 303
-    wrong = client.post("/login", data={"username": "ada", "password": "wrong password"})
+    token = csrf_token(client)
+    wrong = client.post(
+        "/login", data={"username": "ada", "password": "wrong password", "csrf_token": token}
+    )
     assert wrong.status_code == 422 and "Wrong username or password" in wrong.text
     ok = client.post(
-        "/login", data={"username": "ada", "password": "correct horse"}, follow_redirects=False
+        "/login",
+        data={"username": "ada", "password": "correct horse", "csrf_token": token},
+        follow_redirects=False,
     )
     assert ok.status_code == 303
 
 
 def test_register_errors_are_shown_inline(client: TestClient) -> None:
-    short = client.post("/register", data={"username": "ab", "password": "short"})
+    short = client.post(
+        "/register", data={"username": "ab", "password": "short", "csrf_token": csrf_token(client)}
+    )
     assert short.status_code == 422
     assert "Username: " in short.text and "Password: " in short.text
     register(client, "ada")
-    client.post("/logout")
-    taken = client.post("/register", data={"username": "ada", "password": "another password"})
+    log_out(client)
+    taken = client.post(
+        "/register",
+        data={"username": "ada", "password": "another password", "csrf_token": csrf_token(client)},
+    )
     assert taken.status_code == 422 and "already taken" in taken.text
 
 
 def test_missing_fields_get_the_form_not_a_500(client: TestClient) -> None:
-    response = client.post("/register", data={})
+    response = client.post("/register", data={"csrf_token": csrf_token(client)})
     assert response.status_code == 422 and "is required" in response.text
 
 
 def test_next_only_goes_to_this_site(client: TestClient) -> None:
     response = client.post(
         "/register",
-        data={"username": "eve", "password": "password1", "next": "https://evil.example/"},
+        data={
+            "username": "eve",
+            "password": "password1",
+            "next": "https://evil.example/",
+            "csrf_token": csrf_token(client),
+        },
         follow_redirects=False,
     )
     assert response.headers["location"] == "/quiz"
 
 
 def test_cross_site_form_posts_are_refused(client: TestClient) -> None:
+    token = csrf_token(client)
     response = client.post(
         "/register",
-        data={"username": "mallory", "password": "password1"},
+        data={"username": "mallory", "password": "password1", "csrf_token": token},
         headers={"Sec-Fetch-Site": "cross-site"},
     )
     assert response.status_code == 403
     response = client.post(
         "/login",
-        data={"username": "x", "password": "y"},
+        data={"username": "x", "password": "y", "csrf_token": token},
         headers={"Origin": "https://evil.example"},
     )
     assert response.status_code == 403

@@ -1,0 +1,97 @@
+"""Generated questions on the inference-memory calculator (app.calc.inference).
+
+Every answer comes from `inference_memory`, and the worked steps are the formula and the
+substituted numbers that the calculator itself writes for each term, so a question is graded
+and explained by what /calculators/inference-memory shows for the same inputs. Models and
+dtypes are drawn as indexes into the tuples below; inputs a question does not draw take the
+calculator's defaults (InferenceSetup: bf16 weights and cache, t = 1, 4096 tokens, batch 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.calc.inference import KV_BYTES, InferenceMemory, InferenceSetup, inference_memory
+from app.calc.model import PRESETS
+from app.calc.units import GB
+from app.formatting import count_short
+from app.quiz.generators.solution import Solution
+from app.quiz.generators.training_memory import MODELS
+
+KV_DTYPE_ORDER = ("bf16", "fp8", "fp32")
+WEIGHT_DTYPE_ORDER = ("bf16", "fp8", "int8", "int4")
+
+
+def _report(inputs: Mapping[str, float]) -> InferenceMemory:
+    fields: dict[str, Any] = {"model": PRESETS[MODELS[int(inputs["model"])]]}
+    for name in ("tp", "context", "batch"):
+        if name in inputs:
+            fields[name] = int(inputs[name])
+    if "kv_dtype" in inputs:
+        fields["kv_dtype"] = KV_DTYPE_ORDER[int(inputs["kv_dtype"])]
+    if "weight_dtype" in inputs:
+        fields["weight_dtype"] = WEIGHT_DTYPE_ORDER[int(inputs["weight_dtype"])]
+    return inference_memory(InferenceSetup(**fields))
+
+
+def _fields(report: InferenceMemory) -> dict[str, str]:
+    setup, cfg = report.setup, report.setup.model
+    return {
+        "model": cfg.name,
+        "params": f"{count_short(report.total_params)} parameters",
+        "shape": (
+            f"L = {cfg.layers} layers, {cfg.heads} query heads, k = {cfg.kv_heads} KV heads "
+            f"of dimension d = {cfg.dim_per_head}"
+        ),
+        "tp": str(setup.tp),
+        "context": f"{setup.context:,}",
+        "batch": str(setup.batch),
+        "kv_dtype": setup.kv_dtype,
+        "weight_dtype": setup.weight_dtype,
+    }
+
+
+def kv_bytes_per_token(inputs: Mapping[str, float]) -> Solution:
+    """Bytes of K and V one token adds to the cache, over every layer and KV head."""
+    report = _report(inputs)
+    cfg, setup = report.setup.model, report.setup
+    b_kv = KV_BYTES[setup.kv_dtype]
+    return Solution(
+        answer=report.kv_bytes_per_token_model,
+        prompt_fields=_fields(report),
+        steps_latex=[
+            r"2\,L\,k\,d\,B_{kv}",
+            rf"2\times{cfg.layers}\times{cfg.kv_heads}\times{cfg.dim_per_head}\times{b_kv:g}"
+            rf" = {report.kv_bytes_per_token_model:.0f}\ \text{{bytes ({setup.kv_dtype})}}",
+        ],
+    )
+
+
+def kv_cache_per_gpu(inputs: Mapping[str, float]) -> Solution:
+    """GB of KV cache one GPU holds for the batch at the given context."""
+    report = _report(inputs)
+    term = report.term("kv_cache")
+    return Solution(
+        answer=term.bytes_ / GB,
+        prompt_fields=_fields(report),
+        steps_latex=[term.formula, term.substituted],
+    )
+
+
+def weights_per_gpu(inputs: Mapping[str, float]) -> Solution:
+    """GB of weights one GPU holds under t-way tensor parallelism."""
+    report = _report(inputs)
+    term = report.term("weights")
+    return Solution(
+        answer=term.bytes_ / GB,
+        prompt_fields=_fields(report),
+        steps_latex=[term.formula, term.substituted],
+    )
+
+
+GENERATORS: dict[str, Callable[[Mapping[str, float]], Solution]] = {
+    "inference.kv_bytes_per_token": kv_bytes_per_token,
+    "inference.kv_cache_per_gpu": kv_cache_per_gpu,
+    "inference.weights_per_gpu": weights_per_gpu,
+}

@@ -1,0 +1,140 @@
+"""One's own progress as a JSON file: export everything, import (validated, then merged).
+
+Import never loses data: the whole file is validated before anything is written, attempts
+already present are not added twice, and an item's scheduler state is replaced only by a
+state reviewed more recently. Everything lands in one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fsrs import Card
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sqlmodel import Session, select
+
+from app.quiz.models import ItemState, QuizAttempt
+
+FORMAT = "shardlab-progress"
+MAX_ATTEMPTS = 100_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExportedState(_Strict):
+    item_id: Annotated[str, Field(min_length=1, max_length=100)]
+    fsrs_card: dict[str, Any]
+    reviews: Annotated[int, Field(ge=0)]
+    lapses: Annotated[int, Field(ge=0)]
+
+    @field_validator("fsrs_card")
+    @classmethod
+    def _a_real_fsrs_card(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            card = Card.from_dict(value)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an FSRS card ({exc.__class__.__name__}: {exc})") from exc
+        if card.due.tzinfo is None:
+            raise ValueError("the FSRS card's due date needs a time zone")
+        return card.to_dict()
+
+
+class ExportedAttempt(_Strict):
+    item_id: Annotated[str, Field(min_length=1, max_length=100)]
+    kind: Annotated[str, Field(max_length=20)]
+    question_params: dict[str, float | int]
+    prompt: str
+    answer: float | None
+    expected: float | None
+    answer_text: Annotated[str, Field(max_length=200)]
+    unit: Annotated[str, Field(max_length=20)]
+    correct: bool
+    rating: Annotated[int, Field(ge=1, le=4)] | None
+    duration_ms: Annotated[int, Field(ge=0)] | None
+    created_at: AwareDatetime
+
+
+class ProgressFile(_Strict):
+    format: Literal["shardlab-progress"]
+    version: Literal[1]
+    exported_at: AwareDatetime
+    states: list[ExportedState]
+    attempts: Annotated[list[ExportedAttempt], Field(max_length=MAX_ATTEMPTS)]
+
+
+def export_progress(session: Session, user_id: int) -> dict[str, Any]:
+    states = session.exec(select(ItemState).where(ItemState.user_id == user_id)).all()
+    attempts = session.exec(
+        select(QuizAttempt).where(QuizAttempt.user_id == user_id).order_by(QuizAttempt.id)
+    ).all()
+    data = ProgressFile(
+        format=FORMAT,
+        version=1,
+        exported_at=datetime.now(UTC),
+        states=[
+            ExportedState(
+                item_id=s.item_id, fsrs_card=s.fsrs_card, reviews=s.reviews, lapses=s.lapses
+            )
+            for s in states
+        ],  # fmt: skip
+        attempts=[
+            ExportedAttempt.model_validate(a.model_dump(exclude={"id", "user_id", "mock_id"}))
+            for a in attempts
+        ],
+    )
+    return data.model_dump(mode="json")
+
+
+def parse_progress(raw: bytes) -> tuple[ProgressFile | None, list[str]]:
+    """The validated file, or None and what is wrong with it, in words."""
+    try:
+        return ProgressFile.model_validate_json(raw), []
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:10]:
+            where = ".".join(str(p) for p in error["loc"]) or "the file"
+            problems.append(f"{where}: {error['msg']}")
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            return None, ["this is not a JSON file exported by ShardLab"]
+        return None, problems
+
+
+def _last_review(card: dict[str, Any]) -> datetime:
+    value = card.get("last_review")
+    return datetime.fromisoformat(value) if value else datetime.min.replace(tzinfo=UTC)
+
+
+def import_progress(session: Session, user_id: int, data: ProgressFile) -> tuple[int, int]:
+    """Merges the file into this user's progress; returns (attempts added, states updated)."""
+    existing = {
+        (a.item_id, a.created_at.astimezone(UTC))
+        for a in session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id))
+    }
+    added = 0
+    for a in data.attempts:
+        key = (a.item_id, a.created_at.astimezone(UTC))
+        if key in existing:
+            continue
+        existing.add(key)
+        session.add(QuizAttempt(user_id=user_id, **a.model_dump()))
+        added += 1
+    states = {
+        s.item_id: s for s in session.exec(select(ItemState).where(ItemState.user_id == user_id))
+    }
+    updated = 0
+    for s in data.states:
+        current = states.get(s.item_id)
+        if current is not None and _last_review(current.fsrs_card) >= _last_review(s.fsrs_card):
+            continue
+        due = Card.from_dict(s.fsrs_card).due  # type: ignore[arg-type]
+        state = current or ItemState(user_id=user_id, item_id=s.item_id, fsrs_card={}, due=due)
+        state.fsrs_card, state.due = s.fsrs_card, due
+        state.reviews, state.lapses = s.reviews, s.lapses
+        state.updated_at = datetime.now(UTC)
+        session.add(state)
+        updated += 1
+    session.commit()
+    return added, updated

@@ -1,0 +1,77 @@
+"""The progress page, and export and import of one's own progress as JSON."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.datastructures import UploadFile
+
+from app.db import SessionDep
+from app.quiz.progress import progress_of
+from app.quiz.progress_file import export_progress, import_progress, parse_progress
+from app.quiz.service import attempts_of
+from app.security import CurrentUser
+from app.templating import templates
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+
+def _page(
+    request: Request, user: CurrentUser, session: SessionDep, status_code: int = 200,
+    **extra: object,
+) -> HTMLResponse:  # fmt: skip
+    assert user.id is not None
+    progress = progress_of(session, user.id, request.app.state.quiz, request.app.state.cards)
+    chart = {
+        "days": [int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp())
+                 for d, _, _ in progress.history],
+        "answers": [n for _, n, _ in progress.history],
+        "correct": [c for _, _, c in progress.history],
+    }  # fmt: skip
+    context = {
+        "progress": progress,
+        "attempts": attempts_of(session, user, limit=50),
+        "chart_json": json.dumps(chart),
+        **extra,
+    }
+    return templates.TemplateResponse(request, "quiz/progress.html", context, status_code)
+
+
+@router.get("/progress", response_class=HTMLResponse)
+def progress_page(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
+    return _page(request, user, session)
+
+
+@router.get("/progress/export")
+def progress_export(user: CurrentUser, session: SessionDep) -> Response:
+    assert user.id is not None
+    body = json.dumps(export_progress(session, user.id), indent=1)
+    name = f"shardlab-progress-{user.username}-{datetime.now(UTC):%Y%m%d}.json"
+    return Response(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+@router.post("/progress/import", response_class=HTMLResponse)
+async def progress_import(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
+    form = await request.form()
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        return _page(request, user, session, 422, import_errors=["choose a file to import"])
+    raw = await upload.read(MAX_IMPORT_BYTES + 1)
+    if len(raw) > MAX_IMPORT_BYTES:
+        return _page(request, user, session, 422, import_errors=["the file is over 20 MB"])
+    data, problems = parse_progress(raw)
+    if data is None:
+        return _page(request, user, session, 422, import_errors=problems)
+    assert user.id is not None
+    added, updated = import_progress(session, user.id, data)
+    message = f"Imported: {added} answers added, {updated} item schedules updated."
+    return _page(request, user, session, import_message=message)

@@ -1,0 +1,88 @@
+"""What to ask next: items that are due first (most overdue first), then new items in the
+cards' study order (prerequisites first); a topic narrows both to a card or a tag."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlmodel import Session, col, select
+
+from app.cards.service import CardLibrary
+from app.quiz.bank import QuestionBank, QuizItem
+from app.quiz.models import ItemState
+from app.quiz.scheduling import recall_probability
+
+Mode = Literal["review", "practice"]
+
+
+class UnknownTopic(ValueError):
+    """A topic that is neither a card id nor a tag."""
+
+
+def topic_cards(cards: CardLibrary, topic: str) -> list[str]:
+    """Card ids in study order: every card, one card (by id), or the cards with a tag."""
+    ordered = cards.all()
+    if not topic:
+        return [c.meta.id for c in ordered]
+    if topic in cards:
+        return [topic]
+    tagged = [c.meta.id for c in ordered if topic in c.meta.tags]
+    if not tagged:
+        raise UnknownTopic(f"no card or tag called {topic!r}")
+    return tagged
+
+
+def topics(cards: CardLibrary, bank: QuestionBank) -> list[tuple[str, str]]:
+    """(value, label) for the topic filter: tags, then cards that have items, in study order."""
+    with_items = {item.card for item in bank.all()}
+    options = [(tag, f"#{tag}") for tag in cards.tags()]
+    options += [(c.meta.id, c.meta.title) for c in cards.all() if c.meta.id in with_items]
+    return options
+
+
+def next_item(
+    session: Session,
+    user_id: int,
+    bank: QuestionBank,
+    card_ids: list[str],
+    mode: Mode = "review",
+    skip: str = "",
+    now: datetime | None = None,
+) -> tuple[QuizItem, str] | None:
+    """The next item and why it was chosen ('due', 'new', 'practice'), or None when a review
+    has nothing due and nothing new. Practice never runs out: it falls back to the item with
+    the lowest recall probability. `skip` (the item just answered) is served again only when
+    it is the only one left."""
+    now = now or datetime.now(UTC)
+    items = bank.for_cards(card_ids)
+    in_topic = {item.id for item in items}
+    states = {
+        s.item_id: s
+        for s in session.exec(select(ItemState).where(ItemState.user_id == user_id))
+        if s.item_id in in_topic
+    }
+    due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
+    due_ids = [s.item_id for s in due]
+    new_ids = [item.id for item in items if item.id not in states]
+    candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
+    if mode == "practice":
+        by_recall = sorted(
+            (s for s in states.values() if s.item_id not in due_ids),
+            key=lambda s: (recall_probability(s.fsrs_card, now), s.due),
+        )
+        candidates += [(s.item_id, "practice") for s in by_recall]
+    for item_id, reason in candidates:
+        if item_id != skip:
+            return bank.get(item_id), reason  # type: ignore[return-value]
+    if candidates:
+        item_id, reason = candidates[0]
+        return bank.get(item_id), reason  # type: ignore[return-value]
+    return None
+
+
+def due_count(session: Session, user_id: int, item_ids: set[str], now: datetime) -> int:
+    statement = select(ItemState.item_id).where(
+        ItemState.user_id == user_id, col(ItemState.due) <= now
+    )
+    return sum(1 for item_id in session.exec(statement) if item_id in item_ids)

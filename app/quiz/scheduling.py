@@ -1,0 +1,45 @@
+"""FSRS (py-fsrs 6.3.2): an answer becomes a rating, a rating moves the item's next due date.
+
+The FSRS card of each user's item is stored as `fsrs.Card.to_dict()` in ItemState.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fsrs import Card, Rating, Scheduler
+
+# Fuzzing spreads due dates randomly; off, so the same answers always schedule the same way.
+SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
+
+# Answer time that counts as fast (Easy) or slow (Hard), per kind. Reading a choice question
+# is quicker than computing a number, so numeric kinds get more time.
+FAST_S = {"single": 15.0, "multiple": 20.0, "numeric": 30.0, "generated": 45.0}
+SLOW_S = {"single": 60.0, "multiple": 90.0, "numeric": 120.0, "generated": 240.0}
+
+
+def rating_for_answer(kind: str, correct: bool, duration_s: float | None, hinted: bool) -> Rating:
+    """Wrong → Again; right → Good, Hard when slow or after a hint, Easy when fast."""
+    if not correct:
+        return Rating.Again
+    if hinted or (duration_s is not None and duration_s > SLOW_S[kind]):
+        return Rating.Hard
+    if duration_s is not None and duration_s <= FAST_S[kind]:
+        return Rating.Easy
+    return Rating.Good
+
+
+def new_card(card_id: int, now: datetime | None = None) -> Card:
+    # card_id given: fsrs otherwise derives one from the clock and sleeps 1 ms to keep it unique.
+    return Card(card_id=card_id, due=now or datetime.now(UTC))
+
+
+def review(card: Card, rating: Rating, now: datetime | None = None) -> Card:
+    reviewed, _log = SCHEDULER.review_card(card, rating, review_datetime=now or datetime.now(UTC))
+    return reviewed
+
+
+def recall_probability(card_dict: dict[str, Any], now: datetime | None = None) -> float:
+    """FSRS retrievability: the predicted chance of recalling the item now (0 if never seen)."""
+    return SCHEDULER.get_card_retrievability(Card.from_dict(card_dict), now or datetime.now(UTC))

@@ -1,0 +1,140 @@
+"""Sliding-window rate limits kept in memory, and a dependency that applies one to a route.
+
+In memory is enough for ShardLab's one process (the app runs with one uvicorn worker, see
+the Dockerfile); a restart forgets the counts, which errs on the side of letting people in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import Depends, Request
+
+_UNITS_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)?\s*(second|minute|hour|day)s?\s*$")
+
+
+@dataclass(frozen=True)
+class Rate:
+    count: int
+    window_s: float
+
+
+def parse_rate(text: str) -> Rate:
+    """'10/minute', '20/hour', '5/10minutes': so many events per window."""
+    match = _RATE.match(text.lower())
+    if not match or int(match.group(1)) < 1:
+        raise ValueError(
+            f"{text!r} is not a rate: write N/unit or N/Munits with unit second, minute, "
+            "hour or day, for example 10/minute or 5/10minutes"
+        )
+    return Rate(int(match.group(1)), int(match.group(2) or 1) * _UNITS_S[match.group(3)])
+
+
+class SlidingWindow:
+    """At most `rate.count` events per key in any window of `rate.window_s` seconds."""
+
+    # Past this many keys, keys whose events have all expired are dropped, so a flood of
+    # addresses cannot grow memory without bound.
+    PRUNE_AT = 10_000
+
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self._clock = clock
+        self._events: dict[str, deque[float]] = {}
+        # Sync routes run in a thread pool: the check and the record must not interleave.
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        events = self._events.setdefault(key, deque())
+        while events and events[0] <= now - self.rate.window_s:
+            events.popleft()
+        return events
+
+    def retry_after_s(self, key: str) -> float:
+        """0 when one more event is allowed now; else the seconds until it will be."""
+        with self._lock:
+            now = self._clock()
+            events = self._recent(key, now)
+            if len(events) < self.rate.count:
+                return 0.0
+            return events[0] + self.rate.window_s - now
+
+    def record(self, key: str) -> None:
+        with self._lock:
+            now = self._clock()
+            self._recent(key, now).append(now)
+            if len(self._events) > self.PRUNE_AT:
+                for stale in [
+                    k for k, v in self._events.items() if not v or v[-1] <= now - self.rate.window_s
+                ]:
+                    del self._events[stale]
+
+    def hit(self, key: str) -> float:
+        """Records the event if allowed and returns 0; else the seconds to wait."""
+        with self._lock:
+            now = self._clock()
+            events = self._recent(key, now)
+            if len(events) >= self.rate.count:
+                return events[0] + self.rate.window_s - now
+            events.append(now)
+            return 0.0
+
+
+class RateLimited(Exception):
+    """Turned into a 429 with Retry-After and `message` by the app's exception handler."""
+
+    def __init__(self, retry_after_s: float, message: str) -> None:
+        self.retry_after_s = max(1, math.ceil(retry_after_s))
+        self.message = message
+        super().__init__(message)
+
+
+def client_address(request: Request) -> str:
+    # Behind a reverse proxy this is the proxy unless uvicorn runs with --proxy-headers and
+    # --forwarded-allow-ips naming the proxy (docs/self-hosting.md).
+    return request.client.host if request.client else "unknown"
+
+
+def wait_message(retry_after_s: float, what: str) -> str:
+    seconds = max(1, math.ceil(retry_after_s))
+    when = f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
+    return f"Too many {what} from here: please wait {when} and try again."
+
+
+def limit_per_user_and_address(name: str, what: str) -> Callable[[Request], None]:
+    """A dependency: each of the user (when logged in) and the address may do `name` at the
+    rate `app.state.limits[name]` allows; the request counts against both."""
+
+    def dependency(request: Request) -> None:
+        limiter: SlidingWindow = request.app.state.limits[name]
+        keys = [f"address:{client_address(request)}"]
+        user_id = request.session.get("user_id")
+        if isinstance(user_id, int):
+            keys.append(f"user:{user_id}")
+        wait = max(limiter.retry_after_s(key) for key in keys)
+        if wait > 0:
+            raise RateLimited(wait, wait_message(wait, what))
+        for key in keys:
+            limiter.record(key)
+
+    return dependency
+
+
+# For demo launches: `@router.get(..., dependencies=[DemoLaunchLimit])`.
+DemoLaunchLimit = Depends(limit_per_user_and_address("demo", "demo launches"))
+
+
+def limits_for(login: str, register: str, demo: str) -> dict[str, SlidingWindow]:
+    return {
+        "login_address": SlidingWindow(parse_rate(login)),
+        "login_username": SlidingWindow(parse_rate(login)),
+        "register_address": SlidingWindow(parse_rate(register)),
+        "demo": SlidingWindow(parse_rate(demo)),
+    }

@@ -1,0 +1,114 @@
+"""The bank in content/quiz: every item parses, links to a card, and every generated item is
+answerable for every combination of its choices; the format refuses what it should."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from app.cards.service import CardLibrary
+from app.config import ROOT_DIR
+from app.quiz.bank import BankError, GeneratedItem, QuestionBank
+from app.quiz.grading import parse_number, within_tolerance
+from app.quiz.service import question_for
+
+CONTENT = ROOT_DIR / "content"
+CARDS = CardLibrary.load(CONTENT / "cards")
+try:
+    BANK: QuestionBank | None = QuestionBank.load(CONTENT / "quiz")
+    LOAD_ERROR = ""
+except BankError as exc:  # reported by the first test, so the others still collect
+    BANK, LOAD_ERROR = None, str(exc)
+GENERATED = [i for i in (BANK.all() if BANK else []) if isinstance(i, GeneratedItem)]
+# Past this many combinations an item is checked on a fixed random sample of them.
+MAX_COMBINATIONS = 400
+MIN_ITEMS_PER_CARD = 4
+
+
+def test_every_file_parses() -> None:
+    assert BANK is not None, LOAD_ERROR
+    assert BANK.all()
+
+
+def test_every_item_links_to_a_card_that_exists() -> None:
+    assert BANK is not None, LOAD_ERROR
+    assert BANK.card_problems(c.meta.id for c in CARDS.all()) == []
+
+
+def test_every_card_has_at_least_four_items() -> None:
+    assert BANK is not None, LOAD_ERROR
+    short = {
+        c.meta.id: len(BANK.for_cards([c.meta.id]))
+        for c in CARDS.all()
+        if len(BANK.for_cards([c.meta.id])) < MIN_ITEMS_PER_CARD
+    }
+    assert short == {}, f"cards with fewer than {MIN_ITEMS_PER_CARD} quiz items: {short}"
+
+
+def _combinations(item: GeneratedItem) -> list[dict[str, float | int]]:
+    every = list(item.all_inputs())
+    if len(every) <= MAX_COMBINATIONS:
+        return every
+    return random.Random(item.id).sample(every, MAX_COMBINATIONS)
+
+
+@pytest.mark.parametrize("item", GENERATED, ids=lambda item: item.id)
+def test_every_generated_item_is_answerable_across_its_choices(item: GeneratedItem) -> None:
+    for inputs in _combinations(item):
+        question = question_for(item, inputs)
+        assert question.solution is not None
+        answer = question.solution.answer
+        assert math.isfinite(answer), (item.id, inputs)
+        assert "{" not in question.prompt.replace("{}", "").split("$")[0], (item.id, inputs)
+        assert question.solution.steps_latex, (item.id, inputs)
+        # What a learner would type (6 significant figures) is graded right.
+        typed = parse_number(f"{answer:.6g}", item.unit)
+        assert within_tolerance(typed, answer, item.relative_tolerance), (item.id, inputs)
+
+
+def _bank_from(tmp_path: Path, yaml_text: str) -> QuestionBank:
+    (tmp_path / "x.yaml").write_text(yaml_text)
+    return QuestionBank.load(tmp_path)
+
+
+OPTION = "{text: t, correct: %s, explanation: e}"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("- {id: a, card: b, kind: generated, generator: nope, prompt: p, unit: GB,"
+         " relative_tolerance: 0.1, choices: {x: [1]}}", "unknown generator"),
+        (f"- {{id: a, card: b, kind: single, prompt: p, options: [{OPTION % 'true'},"
+         f" {OPTION % 'true'}]}}", "exactly one correct"),
+        (f"- {{id: a, card: b, kind: multiple, prompt: p, options: [{OPTION % 'false'},"
+         f" {OPTION % 'false'}]}}", "at least one correct"),
+        (f"- {{id: a, card: b, kind: single, prompt: p, options: [{OPTION % 'true'}]}}",
+         "at least 2"),
+        ("- {id: a, card: b, kind: single, prompt: p, options: [{text: t, correct: true},"
+         " {text: u, correct: false, explanation: e}]}", "explanation"),
+        ("- {id: a, card: b, kind: numeric, prompt: p, answer: 1, unit: GB, solution: s}",
+         "exactly one of relative_tolerance"),
+        ("- {id: a, card: b, kind: numeric, prompt: p, answer: 1, unit: GB, solution: s,"
+         " relative_tolerance: 0.1, absolute_tolerance: 1}", "exactly one of"),
+        ("- {id: a, card: b, kind: flashcard, prompt: p, back: q, hint: h}", "hint"),
+        ("- {id: a, card: b, kind: essay, prompt: p}", "essay"),
+        ("- {id: a, card: b, kind: flashcard, prompt: p, back: q}\n"
+         "- {id: a, card: c, kind: flashcard, prompt: p, back: q}", "used twice"),
+    ],
+)  # fmt: skip
+def test_the_format_refuses_a_bad_item_and_says_why(
+    tmp_path: Path, yaml_text: str, message: str
+) -> None:
+    with pytest.raises(BankError, match=message):
+        _bank_from(tmp_path, yaml_text)
+
+
+def test_an_item_naming_a_missing_card_is_a_link_problem(tmp_path: Path) -> None:
+    bank = _bank_from(
+        tmp_path, "- {id: a, card: no-such-card, kind: flashcard, prompt: p, back: q}"
+    )
+    assert bank.card_problems(["zero-stages"]) == ["quiz item a: no card 'no-such-card'"]
