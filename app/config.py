@@ -36,7 +36,24 @@ class Settings(BaseSettings):
         description="Start a local demo worker with the app. False: use one already running "
         "at worker_address (for example under torchrun on a GPU box).",
     )
-    worker_ranks: int = Field(default=2, ge=1, le=64, description="Ranks of the local worker.")
+    worker_ranks: int = Field(default=4, ge=1, le=64, description="Ranks of the local worker.")
+    worker_pg_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="A collective of the local worker waiting longer than this fails its job "
+        "(a hung rank); every demo step is bounded well below it.",
+    )
+    demo_stall_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=600,
+        description="A running demo that sends nothing for this long is failed, and a local "
+        "worker restarted.",
+    )
+    demo_queue_max: int = Field(
+        default=8, ge=0, le=1000, description="Demo runs that may wait for the worker at once."
+    )
     worker_backend: Literal["auto", "gloo", "nccl"] = Field(
         default="auto", description="auto: NCCL when every rank has a GPU, else gloo."
     )

@@ -5,6 +5,7 @@ Run with `uvicorn --factory app.main:create_app` (scripts/serve does).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,9 +25,10 @@ from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
+from app.live.queue import JobQueue
 from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
-from app.live.worker_process import LocalWorker
+from app.live.worker_process import LocalWorker, keep_worker_running
 from app.quiz.bank import QuestionBank
 from app.quiz.router import router as quiz_router
 from app.security import CrossOriginProtection, LoginRequired
@@ -51,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 address=settings.worker_address,
                 token=settings.worker_secret,
                 log_path=settings.data_dir / "worker.log",
+                pg_timeout_s=settings.worker_pg_timeout_s,
             )
             # Not awaited: pages serve at once while the ranks start (a few seconds on CPU).
             worker.start()
@@ -60,9 +63,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings.worker_ranks,
             )
         app.state.worker = worker
+        app.state.demo_queue = JobQueue(settings.demo_queue_max)
+        watchdog = asyncio.create_task(keep_worker_running(worker)) if worker else None
         try:
             yield
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             if worker is not None:
                 worker.stop()
             app.state.engine.dispose()
@@ -84,7 +91,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if problems:
         raise CardError("; ".join(problems))
     app.state.search = SearchIndex(app.state.cards.all(), app.state.quiz.all())
-    app.state.worker_client = WorkerClient(settings.worker_address, settings.worker_secret)
+    app.state.worker_client = WorkerClient(
+        settings.worker_address,
+        settings.worker_secret,
+        read_timeout_s=settings.demo_stall_timeout_s,
+    )
 
     app.add_middleware(
         SessionMiddleware,

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from app.calc.comm import Collective, ring_factor
 from demos.probes import MeasuredStep, RankInfo
-from demos.specs import AllReduceParams
+from demos.specs.all_reduce import AllReduceParams
 
 WARMUP: dict[str, Any] = {"size_mib": 1 / 1024, "iterations": 1}
 PRELOAD: tuple[str, ...] = ()

@@ -59,10 +59,10 @@ from demos.specs import DEMO_PARAMS
 if TYPE_CHECKING:
     from demos.probes import RankInfo
 
-# The registry: a demo is a module with WARMUP (params dict), PRELOAD (module names),
-# run(rank, params) -> iterator of per-rank rows (each holding "correct"), and
-# summary(params, world_size, measurements) -> dict; its params model is in demos.specs.
-DEMOS: dict[str, str] = {"all_reduce": "demos.all_reduce"}
+# The registry: a demo is a module demos/<name>.py with WARMUP (params dict), PRELOAD (module
+# names), run(rank, params) -> iterator of per-rank rows (each holding "correct"), and
+# summary(params, world_size, measurements) -> dict; its params model is demos/specs/<name>.py.
+DEMOS: dict[str, str] = {name: f"demos.{name}" for name in DEMO_PARAMS}
 
 TOKEN_ENV = "SHARDLAB_WORKER_TOKEN"
 LAUNCHER_PID_ENV = "SHARDLAB_LAUNCHER_PID"

@@ -24,6 +24,7 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         "worker_spawn": False,
         "worker_address": f"127.0.0.1:{free_port()}",  # nothing listens: 'unavailable'
         "worker_token": "test-token",
+        "worker_ranks": 2,
     }
     values.update(overrides)
     return Settings(**values)

@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse
 from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
+from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
@@ -23,7 +24,7 @@ CALCULATOR_PAGES = {
     "inference-memory": ("Inference memory", "/calculators/inference-memory"),
     "failures": ("Failures and checkpoints", "/calculators/failures"),
 }
-DEMO_PAGES = {"all-reduce": ("All-reduce on real ranks", "/demos/all-reduce")}
+DEMO_PAGES = {slug: (page.title, page.path) for slug, page in LIVE_DEMO_PAGES.items()}
 DIFFICULTY = {1: "basics", 2: "working knowledge", 3: "senior"}
 
 

@@ -1,141 +1,327 @@
-"""Demo pages, and the server-sent-event stream that relays a running demo's measurements."""
+"""Demo pages, the server-sent-event stream that relays a running demo, and recorded runs.
+
+Every page in app/live/pages/ gets the same four routes (see app/live/demo_page.py):
+  GET /demos/<slug>          the page (query parameters pre-fill the form)
+  GET /demos/<slug>/run      checks the form and returns the panel that opens the stream
+  GET /demos/<slug>/stream   runs the demo on the worker and streams it (SSE)
+  GET /demos/runs/<id>       a finished run, replayed through the same templates (shareable)
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterable
-from typing import Annotated, Any
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, ValidationError
 
 from app.forms import parse_form
-from app.live.all_reduce_view import AllReducePrediction, wire_vs_prediction_percent
+from app.live.demo_page import DemoPage
+from app.live.pages import DEMO_PAGES
+from app.live.queue import JobQueue, QueueBusy
+from app.live.runs import finish_run, get_run, start_run
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.templating import templates
-from demos.specs import AllReduceParams
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/demos", tags=["demos"])
-
-ALL_REDUCE_LABELS = {"size_mib": "Buffer size (MiB)", "iterations": "Iterations"}
 
 
 def _client(request: Request) -> WorkerClient:
     return request.app.state.worker_client
 
 
-@router.get("", response_class=HTMLResponse, include_in_schema=False)
-def demos_index(request: Request) -> HTMLResponse:
-    return templates.TemplateResponse(request, "demos/index.html")
+def _queue(request: Request) -> JobQueue:
+    return request.app.state.demo_queue
 
 
-@router.get("/all-reduce", response_class=HTMLResponse, include_in_schema=False)
-def all_reduce_page(request: Request) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request, "demos/all_reduce.html", {"params": AllReduceParams(), "errors": []}
-    )
+def _owner(request: Request) -> str:
+    """Who holds a place in the line: the signed-in user, else the client's address."""
+    user_id = request.session.get("user_id")
+    if user_id is not None:
+        return f"user:{user_id}"
+    return f"address:{request.client.host if request.client else 'unknown'}"
 
 
-@router.get("/all-reduce/run", response_class=HTMLResponse, include_in_schema=False)
-async def all_reduce_run(request: Request) -> HTMLResponse:
-    """Checks the form, asks the worker its size, and returns the panel that opens the stream."""
-    params, errors = parse_form(AllReduceParams, dict(request.query_params), ALL_REDUCE_LABELS)
-    if params is None:
-        return templates.TemplateResponse(
-            request, "demos/_run_errors.html", {"errors": errors}, status_code=422
-        )
-    worker = request.app.state.worker
-    if worker is not None and not worker.running:
-        # The local worker exits when a job breaks its process group; start a fresh one
-        # (the status call below waits for it to come up).
-        log.warning("local demo worker is not running; starting it again")
-        worker.start()
-    try:
-        status = await _client(request).status()
-    except WorkerUnavailable as exc:
-        return templates.TemplateResponse(
-            request, "demos/_run_errors.html", {"errors": [str(exc)]}, status_code=503
-        )
-    prediction = AllReducePrediction(params, int(status["world_size"]))
-    stream_url = "/demos/all-reduce/stream?" + urlencode(params.model_dump())
-    return templates.TemplateResponse(
-        request,
-        "demos/_all_reduce_run.html",
-        {"prediction": prediction, "status": status, "stream_url": stream_url},
-    )
+def _render(request: Request, template: str, **context: Any) -> str:
+    return templates.get_template(template).render(request=request, **context)
 
 
-def _rows(request: Request, template: str, **context: Any) -> ServerSentEvent:
-    html = templates.get_template(template).render(request=request, **context)
-    return ServerSentEvent(raw_data=html)
+def _html_event(request: Request, template: str, **context: Any) -> ServerSentEvent:
+    return ServerSentEvent(raw_data=_render(request, template, **context))
+
+
+def _status(request: Request, text: str) -> ServerSentEvent:
+    return _html_event(request, "demos/_status.html", text=text)
 
 
 def _failure(request: Request, message: str) -> ServerSentEvent:
-    log.warning("all-reduce demo failed: %s", message)
-    return _rows(request, "demos/_failure.html", message=message)
+    return _html_event(request, "demos/_failure.html", message=message)
 
 
-@router.get("/all-reduce/stream", response_class=EventSourceResponse)
-async def all_reduce_stream(
-    request: Request, params: Annotated[AllReduceParams, Query()]
-) -> AsyncIterable[ServerSentEvent]:
-    """Runs the all-reduce demo on the worker and streams what each rank measured.
+def _errors(request: Request, errors: list[str], status_code: int) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "demos/_run_errors.html", {"errors": errors}, status_code=status_code
+    )
 
-    Unnamed events carry HTML table rows (htmx swaps them in); `measurement` events carry
-    the same numbers as JSON for the chart; the stream always ends with a `done` event.
-    Closing the stream cancels the job on the worker.
+
+@router.get("", response_class=HTMLResponse, include_in_schema=False)
+def demos_index(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "demos/index.html", {"pages": list(DEMO_PAGES.values())}
+    )
+
+
+@dataclass
+class RunView:
+    """Turns a run's worker events into what the page shows: live, or replayed from the DB."""
+
+    request: Request
+    page: DemoPage
+    params: BaseModel
+    run_id: str
+    world_size: int | None = None
+    prediction: Any = None
+
+    def accepted(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.prediction = self.page.predict(self.params, world_size)
+
+    def render(self, event: dict[str, Any]) -> list[ServerSentEvent]:
+        context = {
+            "params": self.params,
+            "prediction": self.prediction,
+            "world_size": self.world_size,
+            "run_id": self.run_id,
+        }
+        kind = event.get("event")
+        if kind == "measurement" and self.prediction is not None:
+            template = f"demos/_{self.page.demo}_rows.html"
+            shown = [_html_event(self.request, template, event=event, **context)]
+            if self.page.chart_data is not None:
+                data = self.page.chart_data(event, self.prediction)
+                shown.append(ServerSentEvent(event="measurement", data=data))
+            return shown
+        if kind == "done":
+            template = f"demos/_{self.page.demo}_summary.html"
+            return [
+                _html_event(self.request, template, summary=event["summary"], **context),
+                _html_event(self.request, "demos/_share.html", run_id=self.run_id),
+                _status(self.request, "Finished."),
+            ]
+        if kind == "error":
+            return [
+                _failure(self.request, str(event.get("message", "the demo failed"))),
+                _status(self.request, "Failed."),
+            ]
+        return []
+
+
+def _page_of(demo: str) -> DemoPage | None:
+    return next((page for page in DEMO_PAGES.values() if page.demo == demo), None)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+def recorded_run(request: Request, run_id: str) -> HTMLResponse:
+    """A finished run, shown with the page it ran from; its events replay through the stream."""
+    run = get_run(request.app.state.engine, run_id)
+    page = _page_of(run.demo) if run else None
+    if run is None or page is None or run.world_size is None:
+        raise HTTPException(404, "No such demo run (the link may be mistyped).")
+    params = page.params.model_validate(run.params)
+    context = {
+        "page": page,
+        "params": params,
+        "errors": [],
+        "run": run,
+        "prediction": page.predict(params, run.world_size),
+        "world_size": run.world_size,
+        "status": {"world_size": run.world_size, "backend": run.backend},
+        "stream_url": f"/demos/runs/{run.id}/events",
+    }
+    return templates.TemplateResponse(request, "demos/run.html", context)
+
+
+@router.get("/runs/{run_id}/events", include_in_schema=False)
+async def recorded_run_events(request: Request, run_id: str) -> EventSourceResponse:
+    run = get_run(request.app.state.engine, run_id)
+    page = _page_of(run.demo) if run else None
+    if run is None or page is None or run.world_size is None:
+        raise HTTPException(404, "No such demo run.")
+    view = RunView(request, page, page.params.model_validate(run.params), run.id)
+    view.accepted(run.world_size)
+
+    async def replay() -> AsyncIterable[ServerSentEvent]:
+        yield _status(request, f"Recorded run of {run.created_at:%Y-%m-%d %H:%M} UTC.")
+        for event in run.events:
+            for shown in view.render(event):
+                yield shown
+        if run.status == "failed" and not any(e.get("event") == "error" for e in run.events):
+            yield _failure(request, run.message or "the run failed")
+        yield ServerSentEvent(event="done", data="done")
+
+    return EventSourceResponse(replay())
+
+
+def add_demo_routes(page: DemoPage) -> None:
+
+    def parse(request: Request) -> tuple[BaseModel | None, list[str]]:
+        return parse_form(page.params, dict(request.query_params), page.labels)
+
+    def show_page(request: Request) -> HTMLResponse:
+        params, _errors_ = parse(request)
+        return templates.TemplateResponse(
+            request,
+            f"demos/{page.demo}.html",
+            {"page": page, "params": params or page.params(), "errors": []},
+        )
+
+    async def run_panel(request: Request) -> HTMLResponse:
+        """Checks the form and the line, asks the worker its size, returns the run panel."""
+        params, errors = parse(request)
+        if params is None:
+            return _errors(request, errors, 422)
+        try:
+            _queue(request).check(_owner(request))
+        except QueueBusy as exc:
+            return _errors(request, [str(exc)], 503)
+        await ensure_worker(request)
+        try:
+            status = await _client(request).status(timeout_s=30.0)
+        except WorkerUnavailable as exc:
+            return _errors(request, [str(exc)], 503)
+        world_size = int(status["world_size"])
+        stream_url = f"{page.path}/stream?" + urlencode(params.model_dump())
+        context = {
+            "page": page,
+            "params": params,
+            "prediction": page.predict(params, world_size),
+            "world_size": world_size,
+            "status": status,
+            "stream_url": stream_url,
+        }
+        return templates.TemplateResponse(request, f"demos/_{page.demo}_run.html", context)
+
+    def checked_params(request: Request) -> BaseModel:
+        """The stream's parameters, checked before any byte of the stream is sent."""
+        query = {k: v for k, v in request.query_params.items() if v != ""}
+        try:
+            params = page.params.model_validate(query)
+        except ValidationError as exc:
+            errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+            raise RequestValidationError(errors) from exc
+        try:
+            _queue(request).check(_owner(request))
+        except QueueBusy as exc:
+            raise HTTPException(503, str(exc)) from exc
+        return params
+
+    async def stream(
+        request: Request,
+        params: BaseModel = Depends(checked_params),  # noqa: B008 - built per page
+    ) -> AsyncIterable[ServerSentEvent]:
+        """Runs the demo on the worker and streams what each rank measured.
+
+        Unnamed events carry HTML (table rows, status, the summary) for htmx to swap in;
+        `measurement` events carry the chart's points as JSON; the stream always ends with a
+        `done` event. Closing the stream cancels the job on the worker.
+        """
+        async for event in relay(request, params):
+            yield event
+
+    async def relay(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
+        queue = _queue(request)
+        try:
+            async with queue.place(_owner(request)) as ahead:
+                if ahead:
+                    yield _status(request, f"Queued: {ahead} run(s) ahead of this one…")
+                async for event in run_and_record(request, params):
+                    yield event
+        except QueueBusy as exc:
+            yield _failure(request, str(exc))
+            yield _status(request, "Not started.")
+        yield ServerSentEvent(event="done", data="done")
+
+    async def run_and_record(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
+        engine = request.app.state.engine
+        user_id = request.session.get("user_id")
+        run_id = await asyncio.to_thread(start_run, engine, page.demo, params.model_dump(), user_id)
+        view = RunView(request, page, params, run_id)
+        recorded: list[dict[str, Any]] = []
+        outcome, message, backend = "cancelled", None, None
+        await ensure_worker(request)
+        events = _client(request).run(page.demo, params.model_dump())
+        try:
+            async for event in events:
+                kind = event.get("event")
+                if kind == "accepted":
+                    view.accepted(int(event["world_size"]))
+                    backend = str(event["backend"])
+                    yield _status(request, f"Running on {view.world_size} ranks ({backend})…")
+                    continue
+                recorded.append(event)
+                if kind == "error":
+                    outcome, message = "failed", str(event.get("message", "the demo failed"))
+                    log.warning("%s demo failed: %s", page.demo, message)
+                elif kind == "done":
+                    outcome = "done"
+                for shown in view.render(event):
+                    yield shown
+        except WorkerUnavailable as exc:
+            outcome, message = "failed", str(exc)
+            log.warning("%s demo lost the worker: %s", page.demo, message)
+            yield _failure(request, f"{message}. The worker is being restarted.")
+            yield _status(request, "Failed.")
+            await restart_worker(request, reason=message)
+        finally:
+            await events.aclose()
+            await asyncio.to_thread(
+                finish_run, engine, run_id, outcome, recorded, view.world_size, backend, message
+            )
+
+    # Out of the OpenAPI schema: they serve pages, and a schema fuzzer must not launch jobs.
+    endpoints: list[tuple[str, Callable[..., Any], str]] = [
+        ("", show_page, f"{page.demo}_page"),
+        ("/run", run_panel, f"{page.demo}_run"),
+        ("/stream", stream, f"{page.demo}_stream"),
+    ]
+    for suffix, endpoint, name in endpoints:
+        router.add_api_route(
+            f"/{page.slug}{suffix}",
+            endpoint,
+            methods=["GET"],
+            name=name,
+            include_in_schema=False,
+            response_class=EventSourceResponse if suffix == "/stream" else HTMLResponse,
+        )
+
+
+async def ensure_worker(request: Request) -> None:
+    """The local worker exits when a job breaks its process group; start a fresh one.
+
+    The status call that follows waits for it to come up.
     """
-    prediction: AllReducePrediction | None = None
-    events = _client(request).run("all_reduce", params.model_dump())
-    try:
-        async for event in events:
-            kind = event.get("event")
-            if kind == "accepted":
-                prediction = AllReducePrediction(params, int(event["world_size"]))
-                yield _rows(
-                    request,
-                    "demos/_status.html",
-                    text=(f"Running on {event['world_size']} ranks ({event['backend']})…"),
-                )
-            elif kind == "measurement" and prediction is not None:
-                yield _rows(
-                    request,
-                    "demos/_all_reduce_rows.html",
-                    event=event,
-                    prediction=prediction,
-                    percent=wire_vs_prediction_percent,
-                )
-                yield ServerSentEvent(
-                    event="measurement",
-                    data={
-                        "iteration": event["iteration"],
-                        "predicted_bytes": prediction.bytes_per_rank,
-                        "ranks": [
-                            {k: r[k] for k in ("rank", "time_s", "logical_bytes", "wire_bytes")}
-                            for r in event["ranks"]
-                        ],
-                    },
-                )
-            elif kind == "done":
-                yield _rows(
-                    request,
-                    "demos/_all_reduce_summary.html",
-                    summary=event["summary"],
-                    prediction=prediction,
-                )
-                yield _rows(request, "demos/_status.html", text="Finished.")
-                break
-            elif kind == "error":
-                yield _failure(request, event.get("message", "the worker reported a failure"))
-                yield _rows(request, "demos/_status.html", text="Failed.")
-                break
-    except WorkerUnavailable as exc:
-        yield _failure(request, str(exc))
-        yield _rows(request, "demos/_status.html", text="Failed.")
-    finally:
-        await events.aclose()
-    yield ServerSentEvent(event="done", data="done")
+    worker = request.app.state.worker
+    if worker is not None and not worker.running:
+        log.warning("local demo worker is not running; starting it again")
+        worker.start()
+
+
+async def restart_worker(request: Request, reason: str) -> None:
+    """A worker that stopped answering mid-job cannot be trusted: replace the local one."""
+    worker = request.app.state.worker
+    if worker is not None:
+        log.warning("restarting the local demo worker: %s", reason)
+        await asyncio.to_thread(worker.restart)
+
+
+for _page in DEMO_PAGES.values():
+    add_demo_routes(_page)

@@ -8,12 +8,15 @@ app dies without calling `stop`.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO
@@ -26,6 +29,8 @@ POLL_INTERVAL_S = 0.1
 STATUS_TIMEOUT_S = 1.0
 MAX_STATUS_BYTES = 64 * 1024
 
+log = logging.getLogger(__name__)
+
 
 class LocalWorker:
     def __init__(
@@ -36,6 +41,7 @@ class LocalWorker:
         ranks: int = 2,
         backend: str = "auto",
         stop_timeout_s: float = 8.0,
+        pg_timeout_s: float = 10.0,
     ) -> None:
         self.address = address
         self.host, self.port = parse_address(address)
@@ -45,6 +51,9 @@ class LocalWorker:
         self.backend = backend
         # Longer than the launcher's own grace for its ranks, so it normally reaps them itself.
         self.stop_timeout_s = stop_timeout_s
+        self.pg_timeout_s = pg_timeout_s
+        self.restarts = 0
+        self._restart_lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._log: IO[bytes] | None = None
 
@@ -67,6 +76,7 @@ class LocalWorker:
         self._log = self.log_path.open("ab")
         command = [sys.executable, "-m", "demos.worker", "--ranks", str(self.ranks)]
         command += ["--backend", self.backend, "--listen", self.address, "--exit-with-parent"]
+        command += ["--pg-timeout-s", str(self.pg_timeout_s)]
         self._proc = subprocess.Popen(
             command,
             cwd=PROJECT_ROOT,
@@ -76,6 +86,13 @@ class LocalWorker:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+    def restart(self) -> None:
+        """Stop whatever is left of this worker and start a fresh one (a self-heal)."""
+        with self._restart_lock:
+            self.stop()
+            self.restarts += 1
+            self.start()
 
     def _answers_status(self) -> bool:
         request = json.dumps({"token": self.token, "op": "status"}).encode() + b"\n"
@@ -120,3 +137,15 @@ class LocalWorker:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+async def keep_worker_running(worker: LocalWorker, interval_s: float = 1.0) -> None:
+    """Restarts the local worker whenever it has exited (a rank crashed, or was killed).
+
+    The pool heals by itself instead of on the next run, so the next run finds it warm.
+    """
+    while True:
+        await asyncio.sleep(interval_s)
+        if worker.pid is not None and not worker.running:
+            log.warning("the demo worker exited; starting a fresh one")
+            await asyncio.to_thread(worker.restart)

@@ -6,7 +6,7 @@ import pytest
 
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.live.worker_process import LocalWorker
-from demos.specs import AllReduceParams
+from demos.specs.all_reduce import AllReduceParams
 from tests.worker_fixture import run_job
 
 WorkerInfo = tuple[LocalWorker, str, str]

@@ -1,13 +1,15 @@
-"""What the all-reduce demo page shows beside the measurements: the calculator's prediction."""
+"""The all-reduce demo's page: its prediction from the ring formula, and its chart's points."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
 from app.formatting import bytes_human
-from demos.specs import AllReduceParams
+from app.live.demo_page import DemoPage
+from demos.specs.all_reduce import AllReduceParams
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,12 @@ class AllReducePrediction:
     @property
     def bytes_per_rank(self) -> float:
         return ring_bytes_per_rank(Collective.ALL_REDUCE, self.payload_bytes, self.world_size)
+
+    def wire_percent_off(self, wire_bytes: float) -> float:
+        """How far the bytes the backend wrote are from the ring prediction, in percent."""
+        if self.bytes_per_rank == 0:
+            return 0.0
+        return 100 * (wire_bytes - self.bytes_per_rank) / self.bytes_per_rank
 
     @property
     def formula_latex(self) -> str:
@@ -46,8 +54,27 @@ def _latex_bytes(n_bytes: float) -> str:
     return rf"{value.replace(',', '{,}')}\,\text{{{unit}}}"
 
 
-def wire_vs_prediction_percent(wire_bytes: float, predicted_bytes: float) -> float:
-    """How far the bytes the backend wrote are from the ring prediction, in percent."""
-    if predicted_bytes == 0:
-        return 0.0
-    return 100 * (wire_bytes - predicted_bytes) / predicted_bytes
+def chart_points(event: dict[str, Any], prediction: AllReducePrediction) -> dict[str, Any]:
+    return {
+        "iteration": event["iteration"],
+        "predicted_bytes": prediction.bytes_per_rank,
+        "ranks": [
+            {k: r[k] for k in ("rank", "time_s", "logical_bytes", "wire_bytes")}
+            for r in event["ranks"]
+        ],
+    }
+
+
+PAGE = DemoPage(
+    demo="all_reduce",
+    slug="all-reduce",
+    title="All-reduce on real ranks",
+    teaches="Choose a buffer size; watch every rank's time and bytes, beside ring "
+    "all-reduce's 2(N−1)/N.",
+    cards=("ring-all-reduce", "dp-vs-ddp"),
+    params=AllReduceParams,
+    labels={"size_mib": "Buffer size (MiB)", "iterations": "Iterations"},
+    predict=AllReducePrediction,
+    chart_data=chart_points,
+    scripts=("/static/js/demo-chart.js",),
+)

@@ -1,8 +1,4 @@
-"""What each demo accepts, with the bounds that keep one job inside the worker's budget.
-
-Torch-free on purpose: the web app validates a request with these models before it ever
-reaches the worker, and the worker validates again with the same models.
-"""
+"""Parameters of the all-reduce demo."""
 
 from __future__ import annotations
 
@@ -10,8 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MIB = 2**20
-FLOAT32_BYTES = 4
+from demos.specs._units import FLOAT32_BYTES, MIB
 
 
 class AllReduceParams(BaseModel):
@@ -35,4 +30,4 @@ class AllReduceParams(BaseModel):
         return self.elements * FLOAT32_BYTES
 
 
-DEMO_PARAMS: dict[str, type[BaseModel]] = {"all_reduce": AllReduceParams}
+PARAMS = AllReduceParams

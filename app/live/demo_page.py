@@ -1,0 +1,42 @@
+"""What the web app knows about one demo: its page, its parameters, its prediction.
+
+A demo page is a module in app/live/pages/ defining `PAGE = DemoPage(...)`; app/live/router.py
+gives every page the same routes. Templates follow the demo's name (`demo`):
+
+- `demos/<demo>.html`: the page, extending `demos/_page.html` (explanation and form fields);
+- `demos/_<demo>_run.html`: the panel a Run returns: the prediction and the empty tables and
+  charts the stream fills; it includes `demos/_stream.html`, which opens the stream;
+- `demos/_<demo>_rows.html`: what one `measurement` event appends to `#rows`;
+- `demos/_<demo>_summary.html`: the measured-vs-predicted table, from the `done` event.
+
+Each is rendered with `params`, `prediction`, `world_size` and, for rows and summary, the
+worker's `event` or `summary`, so a recorded run replays through the same templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class DemoPage:
+    demo: str  # the worker's name for it, as in demos/<demo>.py
+    slug: str  # /demos/<slug>
+    title: str
+    teaches: str  # one line for the index
+    cards: tuple[str, ...]  # the cards that explain it, first one linked from the page
+    params: type[BaseModel]
+    labels: Mapping[str, str]  # field name -> label, for form errors
+    # (params, world size) -> what the calculators predict; every number comes from app.calc
+    predict: Callable[[Any, int], Any]
+    # (worker's measurement event, prediction) -> JSON for the page's chart, or None: no chart
+    chart_data: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+    scripts: tuple[str, ...] = field(default=())  # static JS the page loads, after uPlot
+
+    @property
+    def path(self) -> str:
+        return f"/demos/{self.slug}"
