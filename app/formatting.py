@@ -38,7 +38,9 @@ def latex_number(value: float, digits: int = 4) -> str:
     if not math.isfinite(value):
         return r"\infty" if value > 0 else (r"-\infty" if value < 0 else r"\text{NaN}")
     if value == 0 or 1e-3 <= abs(value) < 1e5:
-        return f"{value:.{digits}g}"
+        text = f"{value:.{digits}g}"
+        # `g` turns to e-notation from 10**digits up (50000 -> 5e+04): keep these plain.
+        return f"{float(text):.0f}" if "e" in text else text
     # Split Python's own e-notation: exact for subnormal floats, where 10**exponent is 0.
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
     return f"{float(mantissa):.{digits}g} \\times 10^{{{int(exponent)}}}"

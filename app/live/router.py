@@ -13,16 +13,18 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from app.forms import parse_form
 from app.live.demo_page import DemoPage
+from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
 from app.live.queue import JobQueue, QueueBusy
 from app.live.runs import finish_run, get_run, start_run
@@ -128,20 +130,27 @@ def _page_of(demo: str) -> DemoPage | None:
     return next((page for page in DEMO_PAGES.values() if page.demo == demo), None)
 
 
-@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-def recorded_run(request: Request, run_id: str) -> HTMLResponse:
-    """A finished run, shown with the page it ran from; its events replay through the stream."""
+def _recorded(request: Request, run_id: str) -> tuple[DemoRun, DemoPage]:
     run = get_run(request.app.state.engine, run_id)
     page = _page_of(run.demo) if run else None
     if run is None or page is None or run.world_size is None:
         raise HTTPException(404, "No such demo run (the link may be mistyped).")
+    return run, page
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+def recorded_run(
+    request: Request, recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)]
+) -> HTMLResponse:
+    """A finished run, shown with the page it ran from; its events replay through the stream."""
+    run, page = recorded
     params = page.params.model_validate(run.params)
     context = {
         "page": page,
         "params": params,
         "errors": [],
         "run": run,
-        "prediction": page.predict(params, run.world_size),
+        "prediction": page.predict(params, int(run.world_size or 1)),
         "world_size": run.world_size,
         "status": {"world_size": run.world_size, "backend": run.backend},
         "stream_url": f"/demos/runs/{run.id}/events",
@@ -149,25 +158,21 @@ def recorded_run(request: Request, run_id: str) -> HTMLResponse:
     return templates.TemplateResponse(request, "demos/run.html", context)
 
 
-@router.get("/runs/{run_id}/events", include_in_schema=False)
-async def recorded_run_events(request: Request, run_id: str) -> EventSourceResponse:
-    run = get_run(request.app.state.engine, run_id)
-    page = _page_of(run.demo) if run else None
-    if run is None or page is None or run.world_size is None:
-        raise HTTPException(404, "No such demo run.")
+@router.get("/runs/{run_id}/events", response_class=EventSourceResponse, include_in_schema=False)
+async def recorded_run_events(
+    request: Request, recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)]
+) -> AsyncIterable[ServerSentEvent]:
+    """A recorded run's events, replayed through the same templates as a live run."""
+    run, page = recorded
     view = RunView(request, page, page.params.model_validate(run.params), run.id)
-    view.accepted(run.world_size)
-
-    async def replay() -> AsyncIterable[ServerSentEvent]:
-        yield _status(request, f"Recorded run of {run.created_at:%Y-%m-%d %H:%M} UTC.")
-        for event in run.events:
-            for shown in view.render(event):
-                yield shown
-        if run.status == "failed" and not any(e.get("event") == "error" for e in run.events):
-            yield _failure(request, run.message or "the run failed")
-        yield ServerSentEvent(event="done", data="done")
-
-    return EventSourceResponse(replay())
+    view.accepted(int(run.world_size or 1))
+    yield _status(request, f"Recorded run of {run.created_at:%Y-%m-%d %H:%M} UTC.")
+    for event in run.events:
+        for shown in view.render(event):
+            yield shown
+    if run.status == "failed" and not any(e.get("event") == "error" for e in run.events):
+        yield _failure(request, run.message or "the run failed")
+    yield ServerSentEvent(event="done", data="done")
 
 
 def add_demo_routes(page: DemoPage) -> None:
@@ -209,21 +214,32 @@ def add_demo_routes(page: DemoPage) -> None:
         }
         return templates.TemplateResponse(request, f"demos/_{page.demo}_run.html", context)
 
-    async def stream(request: Request) -> Any:
+    def checked_params(request: Request) -> BaseModel:
+        """The stream's parameters, checked before any byte of the stream is sent."""
+        query = {k: v for k, v in request.query_params.items() if v != ""}
+        try:
+            params = page.params.model_validate(query)
+        except ValidationError as exc:
+            errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+            raise RequestValidationError(errors) from exc
+        try:
+            _queue(request).check(_owner(request))
+        except QueueBusy as exc:
+            raise HTTPException(503, str(exc)) from exc
+        return params
+
+    async def stream(
+        request: Request,
+        params: BaseModel = Depends(checked_params),  # noqa: B008 - built per page
+    ) -> AsyncIterable[ServerSentEvent]:
         """Runs the demo on the worker and streams what each rank measured.
 
         Unnamed events carry HTML (table rows, status, the summary) for htmx to swap in;
         `measurement` events carry the chart's points as JSON; the stream always ends with a
         `done` event. Closing the stream cancels the job on the worker.
         """
-        params, errors = parse(request)
-        if params is None:
-            return JSONResponse({"detail": errors}, status_code=422)
-        try:
-            _queue(request).check(_owner(request))
-        except QueueBusy as exc:
-            return JSONResponse({"detail": [str(exc)]}, status_code=503)
-        return EventSourceResponse(relay(request, params))
+        async for event in relay(request, params):
+            yield event
 
     async def relay(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
         queue = _queue(request)

@@ -16,11 +16,11 @@ MAX_EVENTS = 2000
 
 
 def start_run(engine: Engine, demo: str, params: dict[str, Any], user_id: int | None) -> str:
-    run = DemoRun(id=secrets.token_urlsafe(12), demo=demo, params=params, user_id=user_id)
+    run_id = secrets.token_urlsafe(12)
     with Session(engine) as session:
-        session.add(run)
+        session.add(DemoRun(id=run_id, demo=demo, params=params, user_id=user_id))
         session.commit()
-    return run.id
+    return run_id
 
 
 def finish_run(
@@ -47,11 +47,11 @@ def finish_run(
 
 
 def get_run(engine: Engine, run_id: str) -> DemoRun | None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return session.get(DemoRun, run_id)
 
 
 def recent_runs(engine: Engine, limit: int = 20) -> list[DemoRun]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         statement = select(DemoRun).order_by(col(DemoRun.created_at).desc()).limit(limit)
         return list(session.exec(statement))

@@ -54,7 +54,7 @@ def test_demo_streams_rows_beside_the_prediction(page: Page) -> None:
 def test_demo_bad_input_gets_an_inline_message(page: Page) -> None:
     page.goto("/demos/all-reduce")
     page.fill("input[name=size_mib]", "1000")
-    page.evaluate("document.querySelector('#all-reduce-form').noValidate = true")
+    page.evaluate("document.querySelector('#demo-form').noValidate = true")
     page.click("#run-demo")
     expect(page.locator("#demo-output .errors")).to_contain_text("must be at most 64")
 

@@ -6,10 +6,12 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
 
@@ -102,3 +104,50 @@ def test_a_dead_worker_is_started_again_on_the_next_run(app_client: TestClient) 
     assert panel.status_code == 200, panel.text
     assert worker.running
     assert app_client.get("/healthz").json()["worker"].startswith("ok")
+
+
+def test_a_finished_run_is_kept_and_replays_from_its_share_link(app_client: TestClient) -> None:
+    live = app_client.get("/demos/all-reduce/stream", params={"size_mib": 1, "iterations": 2})
+    match = re.search(r'href="/demos/runs/([\w-]+)"', live.text)
+    assert match, "no share link in the finished stream"
+    run_id = match.group(1)
+
+    page = app_client.get(f"/demos/runs/{run_id}")
+    assert page.status_code == 200
+    assert f'hx-get="/demos/runs/{run_id}/events"' in page.text
+    assert 'name="size_mib"' in page.text and 'value="1.0"' in page.text
+
+    replay = _sse_events(app_client.get(f"/demos/runs/{run_id}/events").text)
+    live_rows = [data for name, data in _sse_events(live.text) if name == "measurement"]
+    assert [data for name, data in replay if name == "measurement"] == live_rows
+    assert replay[-1][0] == "done"
+    assert any("Recorded run of" in data for _, data in replay)
+
+
+def test_an_unknown_run_is_a_404(app_client: TestClient) -> None:
+    assert app_client.get("/demos/runs/no-such-run").status_code == 404
+    assert app_client.get("/demos/runs/no-such-run/events").status_code == 404
+
+
+def test_a_second_run_from_the_same_person_while_one_runs_is_refused(
+    app_client: TestClient,
+) -> None:
+    queue = app_client.app.state.demo_queue
+    holding, release = threading.Event(), threading.Event()
+
+    async def hold_a_place() -> None:
+        async with queue.place("address:testclient"):
+            holding.set()
+            await anyio.to_thread.run_sync(release.wait)
+
+    future = app_client.portal.start_task_soon(hold_a_place)
+    try:
+        assert holding.wait(5)
+        response = app_client.get("/demos/all-reduce/run", params={"size_mib": 1, "iterations": 1})
+        assert response.status_code == 503
+        assert "already have a demo running" in response.text
+        stream = app_client.get("/demos/all-reduce/stream", params={"size_mib": 1, "iterations": 1})
+        assert stream.status_code == 503
+    finally:
+        release.set()
+        future.result(5)

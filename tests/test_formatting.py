@@ -1,0 +1,24 @@
+"""How numbers read on the pages and in KaTeX."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.formatting import latex_number
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, "0"),
+        (0.125, "0.125"),
+        (3.14159, "3.142"),
+        (16384, "16380"),  # four significant digits, never 1.638e+04
+        (50000, "50000"),  # never 5e+04
+        (7.5e9, r"7.5 \times 10^{9}"),
+        (2.5e-4, r"2.5 \times 10^{-4}"),
+        (float("inf"), r"\infty"),
+    ],
+)
+def test_latex_number(value: float, expected: str) -> None:
+    assert latex_number(value) == expected
