@@ -108,9 +108,12 @@ def wait_message(retry_after_s: float, what: str) -> str:
     return f"Too many {what} from here: please wait {when} and try again."
 
 
-def limit_per_user_and_address(name: str, what: str) -> Callable[[Request], None]:
+def limit_per_user_and_address(
+    name: str, what: str, record: bool = True
+) -> Callable[[Request], None]:
     """A dependency: each of the user (when logged in) and the address may do `name` at the
-    rate `app.state.limits[name]` allows; the request counts against both."""
+    rate `app.state.limits[name]` allows; the request counts against both (with `record`
+    False it only checks, for a step that comes before the one that counts)."""
 
     def dependency(request: Request) -> None:
         limiter: SlidingWindow = request.app.state.limits[name]
@@ -121,14 +124,18 @@ def limit_per_user_and_address(name: str, what: str) -> Callable[[Request], None
         wait = max(limiter.retry_after_s(key) for key in keys)
         if wait > 0:
             raise RateLimited(wait, wait_message(wait, what))
-        for key in keys:
-            limiter.record(key)
+        if record:
+            for key in keys:
+                limiter.record(key)
 
     return dependency
 
 
-# For demo launches: `@router.get(..., dependencies=[DemoLaunchLimit])`.
-DemoLaunchLimit = Depends(limit_per_user_and_address("demo", "demo launches"))
+# A demo launch counts when its stream starts with valid parameters (count_demo_launch); the
+# run panel before it only checks, so one click counts once and a refusal shows in the page
+# before any stream opens.
+count_demo_launch = limit_per_user_and_address("demo", "demo launches")
+DemoLaunchCheck = Depends(limit_per_user_and_address("demo", "demo launches", record=False))
 
 
 def limits_for(login: str, register: str, demo: str) -> dict[str, SlidingWindow]:

@@ -26,6 +26,8 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         "worker_address": f"127.0.0.1:{free_port()}",  # nothing listens: 'unavailable'
         "worker_token": "test-token",
         "worker_ranks": 2,
+        # Tests launch many demos from one address; the limit's own test sets a small one.
+        "demo_rate_limit": "1000/minute",
     }
     values.update(overrides)
     return Settings(**values)

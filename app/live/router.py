@@ -29,6 +29,7 @@ from app.live.pages import DEMO_PAGES
 from app.live.queue import JobQueue, QueueBusy
 from app.live.runs import finish_run, get_run, start_run
 from app.live.worker_client import WorkerClient, WorkerUnavailable
+from app.ratelimit import DemoLaunchCheck, count_demo_launch
 from app.templating import templates
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,7 @@ def add_demo_routes(page: DemoPage) -> None:
             _queue(request).check(_owner(request))
         except QueueBusy as exc:
             raise HTTPException(503, str(exc)) from exc
+        count_demo_launch(request)  # only a launch that will run counts
         return params
 
     async def stream(
@@ -297,12 +299,14 @@ def add_demo_routes(page: DemoPage) -> None:
         ("/run", run_panel, f"{page.demo}_run"),
         ("/stream", stream, f"{page.demo}_stream"),
     ]
+    limits = {"/run": [DemoLaunchCheck]}
     for suffix, endpoint, name in endpoints:
         router.add_api_route(
             f"/{page.slug}{suffix}",
             endpoint,
             methods=["GET"],
             name=name,
+            dependencies=limits.get(suffix),
             include_in_schema=False,
             response_class=EventSourceResponse if suffix == "/stream" else HTMLResponse,
         )

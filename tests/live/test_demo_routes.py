@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.main import create_app
+from app.ratelimit import SlidingWindow, parse_rate
 from tests.utils import free_port, make_settings
 
 pytestmark = pytest.mark.demo
@@ -151,3 +152,24 @@ def test_a_second_run_from_the_same_person_while_one_runs_is_refused(
     finally:
         release.set()
         future.result(5)
+
+
+def test_demo_launches_are_rate_limited_per_address(app_client: TestClient) -> None:
+    """The run panel only checks the limit; a stream that starts is what counts."""
+    limits = app_client.app.state.limits
+    saved = limits["demo"]
+    limits["demo"] = SlidingWindow(parse_rate("2/hour"))
+    try:
+        run = {"size_mib": 1, "iterations": 1}
+        for _ in range(3):  # checking, or a refused stream, does not use the allowance up
+            assert app_client.get("/demos/all-reduce/run", params=run).status_code == 200
+            stream = app_client.get("/demos/all-reduce/stream", params={"size_mib": 0})
+            assert stream.status_code == 422
+        for _ in range(2):
+            assert "Finished." in app_client.get("/demos/all-reduce/stream", params=run).text
+        refused = app_client.get("/demos/all-reduce/run", params=run)
+        assert refused.status_code == 429 and "Too many demo launches" in refused.text
+        assert int(refused.headers["Retry-After"]) > 0
+        assert app_client.get("/demos/all-reduce/stream", params=run).status_code == 429
+    finally:
+        limits["demo"] = saved
