@@ -32,7 +32,7 @@ Here t_b in the first two papers is the whole backward, t_b + t_w in this module
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Schedule = Literal["gpipe", "1f1b", "interleaved", "zb-h1"]
@@ -258,19 +258,35 @@ def simulate(setup: PipelineSetup) -> Simulation:
         if not progressed:
             raise ValueError(f"the {setup.schedule} schedule deadlocks for this set-up")
 
-    total = max(free)
-    busy = sum(b.end - b.start for row in timeline for b in row)
+    return timeline_summary(setup, timeline)
+
+
+def timeline_summary(setup: PipelineSetup, timeline: list[list[Block]]) -> Simulation:
+    """Step time, busy and idle time and peak in-flight micro-batches of a per-stage timeline.
+
+    The simulator's own timeline, or one measured on real ranks (times from any common
+    clock): the step runs from the earliest start to the latest end over all stages, and the
+    idle time is p times that minus the time spent in actions, as Narayanan et al. (SC'21,
+    Section 2.2) count the bubble. The measured timeline is shifted so the step starts at 0.
+    """
+    blocks = [b for row in timeline for b in row]
+    origin = min((b.start for b in blocks), default=0.0)
+    shifted = [
+        [replace(b, start=b.start - origin, end=b.end - origin) for b in row] for row in timeline
+    ]
+    total = max((b.end - origin for b in blocks), default=0.0)
+    busy = sum(b.end - b.start for b in blocks)
     return Simulation(
         setup=setup,
-        timeline=timeline,
+        timeline=shifted,
         total_time=total,
         busy_time=busy,
-        idle_time=p * total - busy,
-        peak_in_flight=[_peak_in_flight(row, setup) for row in timeline],
+        idle_time=setup.stages * total - busy,
+        peak_in_flight=[peak_in_flight(row, setup) for row in shifted],
     )
 
 
-def _peak_in_flight(row: list[Block], setup: PipelineSetup) -> float:
+def peak_in_flight(row: list[Block], setup: PipelineSetup) -> float:
     """Most micro-batches whose forward has run on this stage and whose backward has not.
 
     Activations are kept from F until the last backward action that reads them: BW, or for
@@ -390,3 +406,31 @@ def text_gantt(simulation: Simulation, width: int = 120) -> tuple[float, list[st
                     chars[cell] = str((block.microbatch + 1) % 10)
             lines.append(f"stage {stage:>2} {kind:<2} |{''.join(chars)}|")
     return step, lines
+
+
+@dataclass(frozen=True)
+class StageMessages:
+    """Point-to-point messages one stage (rank) sends and receives in one step."""
+
+    sends: int
+    recvs: int
+
+
+def p2p_messages_per_stage(setup: PipelineSetup) -> list[StageMessages]:
+    """Sends and receives per stage in one step, each one micro-batch's activation or gradient.
+
+    Virtual stage j of the p v (chunk c of stage s is j = c p + s, as in Narayanan et al.,
+    SC'21, Section 2.2.2) sends each micro-batch's output to j + 1 unless it is last, and the
+    gradient of its input back to j - 1 unless it is first; it receives the mirror images.
+    So a middle stage of GPipe or 1F1B sends 2m messages, an end stage m; interleaving
+    multiplies the hops by v (the paper's "v times more communication").
+    """
+    p, m, v = setup.stages, setup.microbatches, setup.virtual_chunks
+    last = p * v - 1
+    sends, recvs = [0] * p, [0] * p
+    for j in range(p * v):
+        stage = j % p
+        hops = (j < last) + (j > 0)
+        sends[stage] += m * hops
+        recvs[stage] += m * hops
+    return [StageMessages(s, r) for s, r in zip(sends, recvs, strict=True)]

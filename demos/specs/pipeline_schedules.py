@@ -1,0 +1,92 @@
+"""Parameters of the pipeline-schedules demo, and which schedules a world size can run."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.calc.pipeline import SCHEDULES, PipelineSetup, Schedule, schedule_problems
+
+# Every schedule runs the same model: 2 chunks of LAYERS_PER_CHUNK Linear layers per rank.
+# GPipe, 1F1B and ZB-H1 give each rank both of its chunks as one stage; interleaved 1F1B
+# runs them as two virtual stages (chunk c of rank r is virtual stage c p + r).
+CHUNKS_PER_RANK = 2
+LAYERS_PER_CHUNK = 2
+
+
+class PipelineSchedulesParams(BaseModel):
+    """One training step of a stack of Linear layers pipelined over every rank, per schedule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: Annotated[
+        Literal["all", "gpipe", "1f1b", "interleaved", "zb-h1"],
+        Field(description="One schedule, or all four one after the other."),
+    ] = "all"
+    compute: Annotated[
+        Literal["fixed", "real"],
+        Field(
+            description="fixed: each forward and backward sleeps a set time, so the schedule's "
+            "shape shows; real: only the matmuls, dominated by overhead on a small CPU box."
+        ),
+    ] = "fixed"
+    microbatches: Annotated[
+        int, Field(ge=1, le=12, description="Micro-batches per step, m (1 to 12).")
+    ] = 8
+    forward_ms: Annotated[
+        float,
+        Field(
+            ge=1,
+            le=25,
+            description="Fixed mode: forward time per micro-batch per stage, ms (1 to 25).",
+        ),
+    ] = 20.0
+    backward_ms: Annotated[
+        float,
+        Field(
+            ge=2,
+            le=50,
+            description="Fixed mode: backward time per micro-batch per stage, "
+            "ms (2 to 50), half input gradient (B), half weight gradient (W).",
+        ),
+    ] = 40.0
+    hidden: Annotated[
+        int, Field(ge=8, le=512, description="Width of every Linear layer (8 to 512).")
+    ] = 128
+    microbatch_size: Annotated[
+        int, Field(ge=1, le=64, description="Rows per micro-batch (1 to 64).")
+    ] = 16
+
+    @property
+    def schedules(self) -> tuple[Schedule, ...]:
+        return SCHEDULES if self.schedule == "all" else (self.schedule,)
+
+    def setup(self, schedule: Schedule, world_size: int) -> PipelineSetup:
+        """The simulator's set-up for this run: p = world size, the fixed mode's times in ms."""
+        half = self.backward_ms / 2
+        return PipelineSetup(
+            schedule,
+            stages=world_size,
+            microbatches=self.microbatches,
+            chunks=CHUNKS_PER_RANK,
+            t_f=self.forward_ms,
+            t_b=half,
+            t_w=half,
+        )
+
+    def problems(self, schedule: Schedule, world_size: int) -> list[str]:
+        """Why this schedule cannot run on this many ranks; empty when it can."""
+        found = schedule_problems(self.setup(schedule, world_size))
+        if schedule in ("1f1b", "zb-h1") and self.microbatches < world_size:
+            # torch's Schedule1F1B refuses it, and ZB-H1's closed form assumes it.
+            found.append("1F1B and ZB-H1 need at least as many micro-batches as stages")
+        return found
+
+    @property
+    def activation_bytes(self) -> int:
+        """One micro-batch's activation (or its gradient) between two stages, float32."""
+        return self.microbatch_size * self.hidden * 4
+
+
+PARAMS = PipelineSchedulesParams

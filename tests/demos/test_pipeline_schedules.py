@@ -1,0 +1,113 @@
+"""The pipeline-schedules demo, run for real on the 2-rank gloo worker through the app's client."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from app.calc.pipeline import SCHEDULES, p2p_messages_per_stage, simulate, stage_orders
+from app.live.worker_process import LocalWorker
+from demos.specs.pipeline_schedules import PipelineSchedulesParams
+from tests.worker_fixture import run_job
+
+WorkerInfo = tuple[LocalWorker, str, str]
+
+FIXED = {"microbatches": 4, "forward_ms": 20, "backward_ms": 40, "hidden": 32, "microbatch_size": 4}
+
+
+def _order(actions: list[list]) -> list[tuple[str, int, int]]:
+    return [(kind, mb, chunk) for kind, mb, chunk, _start, _end in actions]
+
+
+@pytest.fixture(scope="module")
+def fixed_run(demo_worker: WorkerInfo) -> list[dict]:
+    _, address, token = demo_worker
+    return run_job(address, token, "pipeline_schedules", {"schedule": "all", **FIXED})
+
+
+@pytest.mark.demo
+def test_every_schedule_runs_in_the_simulators_order_with_exact_gradients(
+    fixed_run: list[dict],
+) -> None:
+    assert [e["event"] for e in fixed_run] == ["accepted"] + ["measurement"] * 4 + ["done"]
+    params = PipelineSchedulesParams(**FIXED)
+    for event, name in zip(fixed_run[1:-1], SCHEDULES, strict=True):
+        assert event["correct"] is True
+        orders = stage_orders(params.setup(name, 2))
+        for row in event["ranks"]:
+            assert row["schedule"] == name
+            assert row["grad_error"] <= 1e-6
+            # torch runs exactly the order app.calc.pipeline simulates, action by action.
+            expected = [(a.kind, a.microbatch, a.chunk) for a in orders[row["rank"]]]
+            assert _order(row["actions"]) == expected
+
+
+@pytest.mark.demo
+def test_sends_and_receives_are_the_predicted_messages_of_one_activation_each(
+    fixed_run: list[dict],
+) -> None:
+    params = PipelineSchedulesParams(**FIXED)
+    activation = 4 * 32 * 4  # rows x width x float32
+    for event, name in zip(fixed_run[1:-1], SCHEDULES, strict=True):
+        messages = p2p_messages_per_stage(params.setup(name, 2))
+        for row in event["ranks"]:
+            predicted = messages[row["rank"]]
+            kinds = {c["kind"]: c for c in row["collectives"]}
+            assert set(kinds) == {"send", "recv"}
+            assert kinds["send"]["count"] == predicted.sends  # 4, or 12 interleaved
+            assert kinds["send"]["payload_bytes"] == predicted.sends * activation
+            assert kinds["recv"]["count"] == predicted.recvs
+            # gloo adds a small header to each message, no more.
+            assert 0 <= row["wire_bytes"] - predicted.sends * activation <= 200 * predicted.sends
+
+
+@pytest.mark.demo
+def test_measured_bubble_and_in_flight_follow_the_simulation(fixed_run: list[dict]) -> None:
+    params = PipelineSchedulesParams(**FIXED)
+    summary = fixed_run[-1]["summary"]
+    assert summary["correct"] is True and summary["skipped"] == {}
+    assert [s["schedule"] for s in summary["schedules"]] == list(SCHEDULES)
+    for measured in summary["schedules"]:
+        sim = simulate(params.setup(measured["schedule"], 2))
+        # Same order, so the same micro-batches are held at the peak: exactly.
+        assert measured["peak_in_flight"] == sim.peak_in_flight
+        # Sleep-based compute lands a few points above theory (feasibility §7); never below.
+        assert sim.bubble_fraction_of_total - 0.02 <= measured["bubble_fraction"]
+        assert measured["bubble_fraction"] <= sim.bubble_fraction_of_total + 0.15
+        assert measured["step_ms"] >= sim.total_time * 0.98
+    gpipe = simulate(params.setup("gpipe", 2))
+    assert gpipe.bubble_fraction_of_total == pytest.approx(1 / 5)  # (p-1)/(m+p-1)
+
+
+@pytest.mark.demo
+def test_real_compute_runs_and_matches_the_reference(demo_worker: WorkerInfo) -> None:
+    _, address, token = demo_worker
+    params = {"schedule": "1f1b", "compute": "real", "microbatches": 2, "hidden": 64}
+    events = run_job(address, token, "pipeline_schedules", params)
+    assert [e["event"] for e in events] == ["accepted", "measurement", "done"]
+    assert events[1]["correct"] is True
+    orders = stage_orders(PipelineSchedulesParams(**params).setup("1f1b", 2))
+    for row in events[1]["ranks"]:
+        assert _order(row["actions"]) == [
+            (a.kind, a.microbatch, a.chunk) for a in orders[row["rank"]]
+        ]
+
+
+@pytest.mark.demo
+def test_a_schedule_the_world_size_cannot_run_is_a_clear_error(demo_worker: WorkerInfo) -> None:
+    _, address, token = demo_worker
+    events = run_job(
+        address, token, "pipeline_schedules", {"schedule": "interleaved", "microbatches": 3}
+    )
+    assert events[-1]["event"] == "error"
+    assert "micro-batches to be a multiple of the stages" in events[-1]["message"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"microbatches": 13}, {"forward_ms": 0.5}, {"backward_ms": 51}, {"hidden": 1024},
+     {"schedule": "looped-bfs"}, {"compute": "gpu"}, {"layers": 3}],
+)  # fmt: skip
+def test_params_out_of_bounds_are_refused(bad: dict) -> None:
+    with pytest.raises(ValidationError):
+        PipelineSchedulesParams(**bad)
