@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,3 +294,62 @@ class MeasuredStep:
             "wire_bytes": self.wire_bytes,
             "collectives": self.counter.by_kind(),
         }
+
+
+# ---------------------------------------------------------------- model-state memory
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's shard on this rank; any other tensor as it is."""
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if callable(to_local) else tensor
+
+
+def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the distinct storages behind these tensors (a DTensor by its local shard).
+
+    Storages, not elements: a view into a bigger buffer (FSDP2's padded shards and its
+    reduce-scatter output, DDP's gradient buckets) holds the whole buffer, counted once.
+    """
+    seen: set[int] = set()
+    total = 0
+    for tensor in tensors:
+        storage = _local(tensor).untyped_storage()
+        if storage.nbytes() and storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            total += storage.nbytes()
+    return total
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    """Every tensor an optimizer keeps in its state on this rank (Adam: m, v and step).
+
+    ZeroRedundancyOptimizer keeps this rank's share in its inner optimizer (`.optim`).
+    """
+    inner = getattr(optimizer, "optim", optimizer)
+    return [
+        value
+        for state in inner.state.values()
+        for value in state.values()
+        if isinstance(value, torch.Tensor)
+    ]
+
+
+def model_state_bytes(module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
+    """This rank's parameters, gradients and optimizer states, in bytes of distinct storage."""
+    params = list(module.parameters())
+    return {
+        "params": storage_bytes(params),
+        "grads": storage_bytes(p.grad for p in params if p.grad is not None),
+        "optimizer": storage_bytes(optimizer_tensors(optimizer)),
+    }
+
+
+def cuda_memory(device: torch.device) -> dict[str, int] | None:
+    """The CUDA caching allocator's view on this rank; None on CPU (torch has no CPU stats)."""
+    if device.type != "cuda":
+        return None
+    return {
+        "allocated": torch.cuda.memory_allocated(device),
+        "max_allocated": torch.cuda.max_memory_allocated(device),
+    }

@@ -46,6 +46,17 @@ MIXED_PRECISION_ADAM = PrecisionRecipe(
     optimizer_bytes=12,
 )
 
+# Plain fp32 training with Adam: 4 B of weights, 4 B of gradients, and fp32 momentum and
+# variance (K = 8, no master copy since the weights are already fp32): 16 B per parameter,
+# the ZeRO paper's Section 3.1 accounting with fp32 in place of fp16 (app.calc.precision's
+# "fp32" recipe and "adam" optimizer).
+FP32_ADAM = PrecisionRecipe(
+    name="fp32 Adam (fp32 weights and gradients, fp32 m + v)",
+    weight_bytes=4,
+    grad_bytes=4,
+    optimizer_bytes=8,
+)
+
 
 @dataclass(frozen=True)
 class ModelStates:

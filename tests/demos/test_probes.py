@@ -167,3 +167,30 @@ def test_logical_bytes_use_the_ring_formulas() -> None:
     assert logical_bytes("all_to_all", 1000, 4) == 750.0
     assert logical_bytes("barrier", 0, 4) == 0.0
     assert logical_bytes("gather", 1000, 4) is None
+
+
+def test_storage_bytes_counts_a_shared_buffer_once() -> None:
+    import torch
+
+    from demos.probes import storage_bytes
+
+    buffer = torch.zeros(100)
+    views = [buffer[:10], buffer[10:60], buffer[60:]]
+    other = torch.zeros(7, dtype=torch.float64)
+    assert storage_bytes([*views, other, other]) == 400 + 56
+
+
+def test_model_state_bytes_of_adam_are_m_v_and_a_step_per_tensor() -> None:
+    import torch
+
+    from demos.probes import model_state_bytes
+
+    model = torch.nn.Linear(10, 3)  # 30 + 3 parameters in 2 tensors
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(2, 10)).sum().backward()
+    optimizer.step()
+    assert model_state_bytes(model, optimizer) == {
+        "params": 4 * 33,
+        "grads": 4 * 33,
+        "optimizer": 8 * 33 + 4 * 2,
+    }

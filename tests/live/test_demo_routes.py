@@ -173,3 +173,28 @@ def test_demo_launches_are_rate_limited_per_address(app_client: TestClient) -> N
         assert app_client.get("/demos/all-reduce/stream", params=run).status_code == 429
     finally:
         limits["demo"] = saved
+
+
+ZERO_PARAMS = {"width": 16, "layers": 1, "vocab": 10, "seq_len": 8, "batch": 1, "steps": 3}
+
+
+def test_zero_stages_streams_four_strategies_and_a_summary_that_agrees(
+    app_client: TestClient,
+) -> None:
+    response = app_client.get("/demos/ddp-vs-zero/stream", params=ZERO_PARAMS)
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert [name for name, _ in events].count("measurement") == 12  # 4 strategies x 3 steps
+    html = "".join(data for name, data in events if name == "message")
+    assert len(re.findall(r'<tr data-strategy="zero3" data-step="2" data-rank="\d"', html)) == 2
+    assert 'id="zero-memory-table"' in html and 'id="zero-traffic-table"' in html
+    assert "Loss curves coincide with DDP" in html
+    assert "≠" not in html
+
+
+def test_zero_stages_refuses_a_width_the_heads_do_not_divide(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/ddp-vs-zero/run", params={**ZERO_PARAMS, "width": "18"})
+    assert panel.status_code == 422 and "Width" in panel.text
+    stream = app_client.get("/demos/ddp-vs-zero/stream", params={**ZERO_PARAMS, "steps": 7})
+    assert stream.status_code == 422
+    assert stream.json()["detail"][0]["loc"] == ["query", "steps"]

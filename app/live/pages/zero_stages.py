@@ -1,0 +1,219 @@
+"""The DDP vs ZeRO-1/2/3 page: what the paper predicts, what torch's versions must measure.
+
+Two predictions per strategy, both from app.calc: the ZeRO paper's (Psi split evenly,
+app.calc.memory and app.calc.comm_volume) and the exact one for torch's implementations
+(whole tensors, padded shards, Adam's step counters: app.calc.sharding). Measured bytes must
+equal the exact one; the page explains each gap between the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from app.calc.comm import Collective, ring_bytes_per_rank
+from app.calc.comm_volume import zero_elements
+from app.calc.memory import FP32_ADAM, ModelStates, model_states_per_gpu
+from app.calc.sharding import (
+    adam_state_bytes,
+    greedy_partition,
+    numel,
+    padded_shard_elements,
+    padding_elements,
+    shard_elements,
+)
+from app.formatting import latex_number
+from app.live.demo_page import DemoPage
+from demos.specs.zero_stages import ZeroStagesParams
+
+FP32_BYTES = 4
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
+STRATEGY_NAMES = {
+    "ddp": "DDP",
+    "zero1": "ZeRO-1 (ZeroRedundancyOptimizer)",
+    "zero2": "ZeRO-2 (FSDP2, no reshard after forward)",
+    "zero3": "ZeRO-3 (FSDP2, reshard after forward)",
+}
+STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
+PHASES = ("forward", "backward", "step")
+MEMORY_KINDS = ("params", "grads", "optimizer", "params_after_forward")
+
+
+@dataclass(frozen=True)
+class PredictedCollective:
+    """Collectives of one kind in one phase of a step, as torch's implementation issues them."""
+
+    phase: str
+    kind: str
+    count: int | None  # None: not predicted (DDP's bucket count depends on arrival order)
+    payload_bytes: int
+    ranks: int
+
+    @property
+    def logical_bytes(self) -> float:
+        return ring_bytes_per_rank(Collective(self.kind), self.payload_bytes, self.ranks)
+
+
+@dataclass(frozen=True)
+class ZeroPrediction:
+    params: ZeroStagesParams
+    world_size: int
+
+    @cached_property
+    def shapes(self) -> list[tuple[int, ...]]:
+        return self.params.shapes()
+
+    @property
+    def param_count(self) -> int:
+        return sum(numel(s) for s in self.shapes)
+
+    @property
+    def tensor_count(self) -> int:
+        return len(self.shapes)
+
+    @property
+    def model_bytes(self) -> int:
+        return FP32_BYTES * self.param_count
+
+    @property
+    def padded_shard_bytes(self) -> int:
+        """One rank's FSDP2 shard of every parameter, padding included."""
+        n = self.world_size
+        return FP32_BYTES * sum(padded_shard_elements(s, n) for s in self.shapes)
+
+    @property
+    def padding_bytes(self) -> int:
+        return FP32_BYTES * padding_elements(self.shapes, self.world_size)
+
+    @property
+    def fsdp_units(self) -> int:
+        """All-gathers per pass: one per block and one for the root's own parameters."""
+        return len(self.params.shape_groups())
+
+    def paper(self, strategy: str) -> ModelStates:
+        """The ZeRO paper's model states per rank, Psi split evenly (fp32 Adam: 4 + 4 + 8)."""
+        return model_states_per_gpu(self.param_count, self.world_size, STAGE[strategy], FP32_ADAM)
+
+    def paper_logical_bytes(self, strategy: str) -> float:
+        """The paper's bytes sent per rank per step (Section 7): 2 or 3 (N-1)/N * Psi."""
+        return FP32_BYTES * zero_elements(self.param_count, self.world_size, STAGE[strategy])
+
+    @cached_property
+    def _zero1_owner(self) -> list[int]:
+        return greedy_partition([numel(s) for s in self.shapes], self.world_size)
+
+    def memory(self, strategy: str, rank: int) -> dict[str, int]:
+        """Exact bytes of distinct storage on `rank` after a step (and params after forward)."""
+        full = self.model_bytes
+        if strategy == "ddp":
+            optimizer = adam_state_bytes(self.param_count, self.tensor_count)
+            return {"params": full, "grads": full, "optimizer": optimizer,
+                    "params_after_forward": full}  # fmt: skip
+        if strategy == "zero1":
+            mine = [s for s, owner in zip(self.shapes, self._zero1_owner, strict=True)
+                    if owner == rank]  # fmt: skip
+            optimizer = adam_state_bytes(sum(numel(s) for s in mine), len(mine))
+            return {"params": full, "grads": full, "optimizer": optimizer,
+                    "params_after_forward": full}  # fmt: skip
+        shard = self.padded_shard_bytes
+        local = sum(shard_elements(s, self.world_size, rank) for s in self.shapes)
+        # ZeRO-2 keeps the gathered (padded) parameters from forward until backward.
+        after_forward = shard * self.world_size if strategy == "zero2" else shard
+        return {
+            "params": shard,
+            "grads": shard,
+            "optimizer": adam_state_bytes(local, self.tensor_count),
+            "params_after_forward": after_forward,
+        }
+
+    def collectives(self, strategy: str) -> list[PredictedCollective]:
+        """What torch issues in a steady step (from the third on: DDP rebuilds its buckets)."""
+        n, full = self.world_size, self.model_bytes
+        if strategy in ("ddp", "zero1"):
+            calls = [PredictedCollective("backward", "all_reduce", None, full, n)]
+            if strategy == "zero1":
+                calls.append(PredictedCollective("step", "broadcast", self.tensor_count, full, n))
+            return calls
+        gathered = self.padded_shard_bytes * n
+        units = self.fsdp_units
+        calls = [PredictedCollective("forward", "all_gather", units, gathered, n)]
+        if strategy == "zero3":
+            calls.append(PredictedCollective("backward", "all_gather", units, gathered, n))
+        calls.append(PredictedCollective("backward", "reduce_scatter", units, gathered, n))
+        return calls
+
+    def logical_bytes(self, strategy: str) -> float:
+        return sum(call.logical_bytes for call in self.collectives(strategy))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per strategy for the prediction panel."""
+        return [
+            {
+                "strategy": s,
+                "name": STRATEGY_NAMES[s],
+                "paper": self.paper(s),
+                "paper_logical_bytes": self.paper_logical_bytes(s),
+                "memory": [self.memory(s, r) for r in range(self.world_size)],
+                "logical_bytes": self.logical_bytes(s),
+            }
+            for s in STRATEGIES
+        ]
+
+    @property
+    def formula_latex(self) -> str:
+        p, n = self.param_count, self.world_size
+        return (
+            rf"\Psi = {p}\text{{ parameters}},\ N = {n}:\quad"
+            r"\text{DDP: } 16\Psi,\quad \text{ZeRO-1: } 8\Psi + \frac{8\Psi}{N},\quad"
+            r"\text{ZeRO-2: } 4\Psi + \frac{12\Psi}{N},\quad \text{ZeRO-3: } \frac{16\Psi}{N}"
+            r"\ \text{bytes per rank}"
+        )
+
+    @property
+    def traffic_latex(self) -> str:
+        n = self.world_size
+        four_psi = f"{self.model_bytes:,}".replace(",", "{,}")
+        two = self.paper_logical_bytes("ddp")
+        three = self.paper_logical_bytes("zero3")
+        return (
+            r"\text{DDP, ZeRO-1, ZeRO-2: } 2\tfrac{N-1}{N}\cdot 4\Psi"
+            rf" = 2\cdot\tfrac{{{n - 1}}}{{{n}}}\cdot {four_psi}"
+            rf" = {latex_number(two)}\ \text{{B}};\quad \text{{ZeRO-3: }} 3\tfrac{{N-1}}{{N}}"
+            rf"\cdot 4\Psi = {latex_number(three)}\ \text{{B}}"
+        )
+
+
+def chart_points(event: dict[str, Any], prediction: ZeroPrediction) -> dict[str, Any]:
+    """The loss of this step (mean over ranks) and each rank's model states."""
+    ranks = event["ranks"]
+    return {
+        "strategy": ranks[0]["strategy"],
+        "step": ranks[0]["step"],
+        "loss": sum(r["loss"] for r in ranks) / len(ranks),
+        "memory": [{"rank": r["rank"], **r["memory"]} for r in ranks],
+        "strategies": list(STRATEGIES),
+    }
+
+
+PAGE = DemoPage(
+    demo="zero_stages",
+    slug="ddp-vs-zero",
+    title="DDP vs ZeRO-1, ZeRO-2 and ZeRO-3",
+    teaches="One tiny transformer under four strategies: each rank's parameters, gradients "
+    "and Adam state, and every collective's bytes, beside the ZeRO paper's formulas.",
+    cards=("zero-stages", "fsdp2", "dp-vs-ddp"),
+    params=ZeroStagesParams,
+    labels={
+        "width": "Width",
+        "layers": "Layers",
+        "vocab": "Vocabulary",
+        "seq_len": "Sequence length",
+        "batch": "Batch per rank",
+        "steps": "Steps",
+        "bucket_cap_mb": "DDP bucket (MB)",
+    },
+    predict=ZeroPrediction,
+    chart_data=chart_points,
+    scripts=("/static/js/demo-zero-stages.js",),
+)

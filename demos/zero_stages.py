@@ -1,0 +1,259 @@
+"""DDP vs ZeRO-1 vs ZeRO-2 vs ZeRO-3: one tiny transformer, the same data, four strategies.
+
+Every rank trains the same model (same seed) on its own batches (same seeds per strategy) for
+a few fp32 Adam steps under each strategy in turn:
+
+- DDP: DistributedDataParallel, gradients all-reduced in buckets during backward;
+- ZeRO-1: torch's ZeroRedundancyOptimizer over DDP: Adam state sharded by whole tensors,
+  each rank updates the tensors it owns and broadcasts them;
+- ZeRO-2 and ZeRO-3: FSDP2 `fully_shard` on every block and on the root, without and with
+  resharding the parameters after forward.
+
+Each step is one measured window with three phases (forward, backward, optimizer step);
+model-state bytes are read after the step (and the registered parameters after forward),
+outside the collectives' way. The losses must coincide with DDP's: same math, other memory.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from demos.probes import (
+    MeasuredStep,
+    RankInfo,
+    WireMeter,
+    cuda_memory,
+    model_state_bytes,
+    storage_bytes,
+)
+from demos.specs.zero_stages import HEADS, MLP_RATIO, ZeroStagesParams
+
+WARMUP: dict[str, Any] = {
+    "width": 16,
+    "layers": 1,
+    "vocab": 8,
+    "seq_len": 4,
+    "batch": 1,
+    "steps": 3,
+    "bucket_cap_mb": 25,
+}
+PRELOAD: tuple[str, ...] = (
+    "torch.nn.parallel",
+    "torch.distributed.optim",
+    "torch.distributed.fsdp",
+    "torch.distributed.device_mesh",
+    "torch.distributed.tensor",
+)
+
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
+PHASES = ("forward", "backward", "step")
+SEED = 1234
+LEARNING_RATE = 1e-3
+# FSDP's reduce-scatter sums in another order than DDP's all-reduce: equal to float32 noise.
+LOSS_RELATIVE_TOLERANCE = 1e-4
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.up = nn.Linear(width, MLP_RATIO * width)
+        self.down = nn.Linear(MLP_RATIO * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, width = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(width, dim=-1)
+        q, k, v = (t.view(batch, seq, HEADS, width // HEADS).transpose(1, 2) for t in (q, k, v))
+        attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attended.transpose(1, 2).reshape(batch, seq, width))
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, params: ZeroStagesParams) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(params.vocab, params.width)
+        self.pos = nn.Embedding(params.seq_len, params.width)
+        self.blocks = nn.ModuleList(Block(params.width) for _ in range(params.layers))
+        self.ln_f = nn.LayerNorm(params.width)
+        self.head = nn.Linear(params.width, params.vocab, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.tok(tokens) + self.pos(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+_meshes: dict[str, Any] = {}
+
+
+def _mesh(rank: RankInfo) -> Any:
+    """One device mesh over every rank, made once: a new one per job would add groups."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if rank.device.type not in _meshes:
+        _meshes[rank.device.type] = init_device_mesh(rank.device.type, (rank.world_size,))
+    return _meshes[rank.device.type]
+
+
+def build(
+    strategy: str, rank: RankInfo, params: ZeroStagesParams
+) -> tuple[nn.Module, nn.Module, torch.optim.Optimizer]:
+    """(the module to call, the module holding the parameters, the optimizer)."""
+    torch.manual_seed(SEED)
+    model = TinyGPT(params).to(rank.device)
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    if shapes != params.shapes():
+        raise RuntimeError(f"model shapes {shapes} differ from the spec's {params.shapes()}")
+    if strategy in ("ddp", "zero1"):
+        from torch.nn.parallel import DistributedDataParallel
+
+        device_ids = [rank.device.index] if rank.device.type == "cuda" else None
+        ddp = DistributedDataParallel(
+            model, device_ids=device_ids, bucket_cap_mb=params.bucket_cap_mb
+        )
+        if strategy == "ddp":
+            return ddp, model, torch.optim.Adam(ddp.parameters(), lr=LEARNING_RATE)
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        optimizer = ZeroRedundancyOptimizer(
+            ddp.parameters(), optimizer_class=torch.optim.Adam, lr=LEARNING_RATE
+        )
+        return ddp, model, optimizer
+    from torch.distributed.fsdp import fully_shard
+
+    reshard = strategy == "zero3"
+    mesh = _mesh(rank)
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+    return model, model, torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+
+
+def batch_for(params: ZeroStagesParams, rank: RankInfo, step: int) -> torch.Tensor:
+    """This rank's tokens for one step: the same for every strategy."""
+    generator = torch.Generator().manual_seed(SEED + 1000 * step + rank.rank)
+    tokens = torch.randint(params.vocab, (params.batch, params.seq_len + 1), generator=generator)
+    return tokens.to(rank.device)
+
+
+def _phase_row(step: MeasuredStep, phase: str, wire: WireMeter) -> dict[str, Any]:
+    return {
+        "collectives": step.counter.by_kind(phase),
+        "logical_bytes": step.counter.logical_bytes(phase),
+        "wire_bytes": wire.bytes_,
+    }
+
+
+def measured_step(
+    model: nn.Module,
+    holder: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    tokens: torch.Tensor,
+    rank: RankInfo,
+) -> dict[str, Any]:
+    """One training step inside a measurement window, phase by phase; then its model states."""
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    phases: dict[str, dict[str, Any]] = {}
+    with MeasuredStep(rank.sync) as step:
+        with step.counter.phase("forward"), WireMeter() as wire:
+            logits = model(inputs)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        params_after_forward = storage_bytes(holder.parameters())
+        phases["forward"] = _phase_row(step, "forward", wire)
+        with step.counter.phase("backward"), WireMeter() as wire:
+            loss.backward()
+        phases["backward"] = _phase_row(step, "backward", wire)
+        with step.counter.phase("step"), WireMeter() as wire:
+            optimizer.step()
+        phases["step"] = _phase_row(step, "step", wire)
+    memory = model_state_bytes(holder, optimizer)
+    memory["params_after_forward"] = params_after_forward
+    optimizer.zero_grad(set_to_none=True)
+    return {
+        **step.as_dict(rank.rank),
+        "loss": loss.item(),
+        "phases": phases,
+        "memory": memory,
+        "cuda": cuda_memory(rank.device),
+    }
+
+
+def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor) -> float:
+    """The same step without any probe: what bench/probe_overhead.py compares against."""
+    logits = model(tokens[:, :-1])
+    loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
+def train(strategy: str, rank: RankInfo, params: ZeroStagesParams) -> Iterator[dict[str, Any]]:
+    """One strategy's measured steps on this rank, one row each."""
+    model, holder, optimizer = build(strategy, rank, params)
+    for index in range(params.steps):
+        tokens = batch_for(params, rank, index)
+        if rank.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(rank.device)
+        rank.sync()
+        dist.barrier()
+        row = measured_step(model, holder, optimizer, tokens, rank)
+        yield {**row, "strategy": strategy, "step": index}
+
+
+def run(rank: RankInfo, params: ZeroStagesParams) -> Iterator[dict[str, Any]]:
+    """Every strategy in turn; a row is correct when its loss matches DDP's at that step."""
+    ddp_losses: list[float] = []
+    for strategy in STRATEGIES:
+        for row in train(strategy, rank, params):
+            if strategy == "ddp":
+                ddp_losses.append(row["loss"])
+            reference = ddp_losses[row["step"]]
+            close = abs(row["loss"] - reference) <= LOSS_RELATIVE_TOLERANCE * max(
+                1.0, abs(reference)
+            )
+            yield {**row, "correct": math.isfinite(row["loss"]) and close}
+
+
+def summary(
+    params: ZeroStagesParams, world_size: int, measurements: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Per strategy: its last step on every rank (memory, traffic), and its loss curve."""
+    strategies: dict[str, Any] = {}
+    for strategy in STRATEGIES:
+        events = [e for e in measurements if e["ranks"][0]["strategy"] == strategy]
+        if not events:
+            continue
+        last = events[-1]["ranks"]
+        strategies[strategy] = {
+            "step": last[0]["step"],
+            "memory": [row["memory"] for row in last],
+            "phases": {phase: last[0]["phases"][phase] for phase in PHASES},
+            "logical_bytes": last[0]["logical_bytes"],
+            "wire_bytes": [row["wire_bytes"] for row in last],
+            "median_time_s": statistics.median(
+                max(row["time_s"] for row in event["ranks"]) for event in events
+            ),
+            # The loss of the global batch: every rank's batch has the same size.
+            "losses": [statistics.fmean(row["loss"] for row in e["ranks"]) for e in events],
+            "cuda": [row["cuda"] for row in last],
+        }
+    return {
+        "world_size": world_size,
+        "strategies": strategies,
+        "correct": all(event["correct"] for event in measurements),
+    }

@@ -1,0 +1,150 @@
+"""DDP vs ZeRO-1/2/3, run for real on the 2-rank gloo worker: every byte against app.calc."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.calc.comm import Collective, ring_bytes_per_rank
+from app.live.pages.zero_stages import STRATEGIES, ZeroPrediction
+from app.live.worker_process import LocalWorker
+from demos.specs.zero_stages import ZeroStagesParams
+from tests.worker_fixture import run_job
+
+WorkerInfo = tuple[LocalWorker, str, str]
+
+# A vocabulary of 101 rows does not split over 2 ranks: FSDP2 pads both embedding tables.
+PARAMS = {"width": 32, "layers": 2, "vocab": 101, "seq_len": 16, "batch": 2, "steps": 3}
+WORLD_SIZE = 2
+
+
+@pytest.fixture(scope="module")
+def events(demo_worker: WorkerInfo) -> list[dict[str, Any]]:
+    _, address, token = demo_worker
+    return run_job(address, token, "zero_stages", PARAMS)
+
+
+@pytest.fixture(scope="module")
+def prediction() -> ZeroPrediction:
+    return ZeroPrediction(ZeroStagesParams(**PARAMS), WORLD_SIZE)
+
+
+def _steps(events: list[dict[str, Any]], strategy: str) -> list[dict[str, Any]]:
+    return [
+        e for e in events if e["event"] == "measurement" and e["ranks"][0]["strategy"] == strategy
+    ]
+
+
+@pytest.mark.demo
+def test_four_strategies_run_and_their_losses_coincide(events: list[dict[str, Any]]) -> None:
+    kinds = [event["event"] for event in events]
+    assert kinds == ["accepted"] + ["measurement"] * 12 + ["done"]
+    assert all(event["correct"] for event in events[1:-1])
+    losses = events[-1]["summary"]["strategies"]
+    ddp = losses["ddp"]["losses"]
+    assert len(ddp) == 3
+    for strategy in STRATEGIES:
+        assert losses[strategy]["losses"] == pytest.approx(ddp, rel=1e-5)
+
+
+@pytest.mark.demo
+def test_model_state_bytes_equal_torchs_layout_on_every_rank(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    summary = events[-1]["summary"]["strategies"]
+    for strategy in STRATEGIES:
+        for rank in range(WORLD_SIZE):
+            assert summary[strategy]["memory"][rank] == prediction.memory(strategy, rank)
+    # By hand: 32,448 parameters in 29 tensors, 4 B each; Adam m + v + a 4 B step per tensor.
+    assert prediction.param_count == 32_448 and prediction.tensor_count == 29
+    assert summary["ddp"]["memory"][0]["optimizer"] == 8 * 32_448 + 4 * 29
+    # FSDP2: 101 rows -> 51 per rank, one padded row of 32 in each embedding table.
+    assert summary["zero3"]["memory"][0]["params"] == 4 * (32_448 + 2 * 32) // 2
+    assert summary["zero2"]["memory"][0]["params_after_forward"] == 4 * (32_448 + 2 * 32)
+
+
+@pytest.mark.demo
+def test_measured_memory_differs_from_the_paper_only_by_step_counters_and_padding(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    summary = events[-1]["summary"]["strategies"]
+    ddp = prediction.paper("ddp")
+    assert summary["ddp"]["memory"][0]["params"] == ddp.weights_bytes
+    assert summary["ddp"]["memory"][0]["optimizer"] - ddp.optimizer_bytes == 4 * 29
+    zero1 = summary["zero1"]["memory"]
+    # Whole tensors per rank: the two shards differ, but together hold all of Adam's state.
+    assert sum(m["optimizer"] for m in zero1) == 8 * 32_448 + 4 * 29
+    zero3 = prediction.paper("zero3")
+    padding = 4 * 2 * 32  # bytes of padding over both ranks
+    assert summary["zero3"]["memory"][0]["params"] - zero3.weights_bytes == padding / 2
+
+
+@pytest.mark.demo
+def test_collectives_of_the_last_step_equal_the_prediction(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    summary = events[-1]["summary"]["strategies"]
+    for strategy in STRATEGIES:
+        measured = [
+            (phase, c["kind"], c["payload_bytes"], c["logical_bytes"])
+            for phase, data in summary[strategy]["phases"].items()
+            for c in data["collectives"]
+        ]
+        predicted = [
+            (c.phase, c.kind, c.payload_bytes, c.logical_bytes)
+            for c in prediction.collectives(strategy)
+        ]
+        assert measured == predicted, strategy
+        counts = {
+            (phase, c["kind"]): c["count"]
+            for phase, data in summary[strategy]["phases"].items()
+            for c in data["collectives"]
+        }
+        for call in prediction.collectives(strategy):
+            if call.count is not None:
+                assert counts[(call.phase, call.kind)] == call.count
+        assert summary[strategy]["logical_bytes"] == prediction.logical_bytes(strategy)
+
+
+@pytest.mark.demo
+def test_each_gap_to_the_paper_has_its_documented_reason(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    summary = events[-1]["summary"]["strategies"]
+    full = 4 * 32_448
+    # DDP is the paper's 2(N-1)/N * 4 Psi exactly.
+    assert summary["ddp"]["logical_bytes"] == prediction.paper_logical_bytes("ddp")
+    # torch's ZeRO-1 broadcasts every parameter on top of DDP's all-reduce: + 4 Psi.
+    assert summary["zero1"]["logical_bytes"] - summary["ddp"]["logical_bytes"] == full
+    assert summary["zero1"]["phases"]["step"]["collectives"][0]["count"] == 29
+    # FSDP2 sends its padding: (N-1)/N of the padded bytes, in each of 2 or 3 passes.
+    padding = prediction.padding_bytes
+    assert padding == 4 * 2 * 32
+    for strategy, passes in (("zero2", 2), ("zero3", 3)):
+        gap = summary[strategy]["logical_bytes"] - prediction.paper_logical_bytes(strategy)
+        assert gap == passes * ring_bytes_per_rank(Collective.ALL_GATHER, padding, WORLD_SIZE)
+
+
+@pytest.mark.demo
+def test_gloo_reduce_scatter_writes_all_reduce_bytes(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    backward = events[-1]["summary"]["strategies"]["zero2"]["phases"]["backward"]
+    payload = prediction.padded_shard_bytes * WORLD_SIZE
+    logical = ring_bytes_per_rank(Collective.REDUCE_SCATTER, payload, WORLD_SIZE)
+    as_all_reduce = ring_bytes_per_rank(Collective.ALL_REDUCE, payload, WORLD_SIZE)
+    assert backward["logical_bytes"] == logical
+    assert abs(backward["wire_bytes"] - as_all_reduce) <= 0.02 * as_all_reduce
+
+
+@pytest.mark.demo
+def test_ddp_second_step_carries_the_bucket_rebuild_broadcasts(
+    events: list[dict[str, Any]],
+) -> None:
+    forward = [
+        event["ranks"][0]["phases"]["forward"]["collectives"] for event in _steps(events, "ddp")
+    ]
+    assert forward[0] == [] and forward[2] == []
+    assert [c["kind"] for c in forward[1]] == ["broadcast"]
+    assert 0 < forward[1][0]["payload_bytes"] < 1024
