@@ -27,7 +27,15 @@ import torch.nn.functional as F
 from demos.probes import MeasuredStep, RankInfo
 from demos.specs.tensor_parallel import TensorParallelParams
 
-WARMUP: dict[str, Any] = {"hidden": 8, "heads": 2, "batch": 1, "seq_len": 2, "iterations": 1}
+# 16 heads of width 1: splits over any power-of-two worker up to 16 ranks.
+WARMUP: dict[str, Any] = {
+    "hidden": 16,
+    "heads": 16,
+    "ffn_multiple": 1,
+    "batch": 1,
+    "seq_len": 2,
+    "iterations": 1,
+}
 PRELOAD: tuple[str, ...] = ()
 
 # float32 sums of the same products in another order differ by a few ulps of the result.

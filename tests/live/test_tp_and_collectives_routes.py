@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +62,30 @@ def test_tensor_parallel_refuses_a_block_it_cannot_build(app_client: TestClient)
     stream = app_client.get("/demos/tensor-parallel/stream", params={**TP, "hidden": 1024})
     assert stream.status_code == 422
     assert stream.json()["detail"][0]["loc"] == ["query", "hidden"]
+
+
+def test_collectives_stream_rows_chart_points_and_the_comparison(app_client: TestClient) -> None:
+    params = {"max_size_mib": 0.25, "sizes": 2, "iterations": 1}
+    response = app_client.get("/demos/collectives/stream", params=params)
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    points = [json.loads(data) for name, data in events if name == "measurement"]
+    assert [(p["payload_bytes"], p["kind"]) for p in points[:2]] == [
+        (65_536, "all-reduce"),
+        (65_536, "reduce-scatter"),
+    ]
+    assert len(points) == 10 and all(p["busbw_gbps"] > 0 for p in points)
+    html = "".join(data for name, data in events if name == "message")
+    # 256 KiB at N = 2: the ring sends S for an all-reduce and S/2 for a reduce-scatter.
+    assert '<td class="num logical">262,144</td>' in html
+    assert '<td class="num logical">131,072</td>' in html
+    assert html.count("= prediction") == 10 and "≠ prediction" not in html
+    assert html.count("as predicted") == 10
+    assert '<td class="num rs-ag-logical">262,144</td>' in html
+
+
+def test_collectives_refuse_a_buffer_over_the_bound(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/collectives/run", params={"max_size_mib": 17})
+    assert panel.status_code == 422
+    assert "Largest buffer (MiB): must be at most 16" in panel.text
