@@ -29,38 +29,54 @@ ROOT = 0
 
 
 class Buffers:
-    """Inputs, outputs and expected results of each collective for S = `elements` floats."""
+    """Inputs, outputs and expected results of each collective for S = `elements` floats.
+
+    Fills and expected results are built for one collective at a time, so a rank holds about
+    six buffers of S (about 100 MB at the 16 MiB bound) rather than one per collective.
+    """
 
     def __init__(self, rank: RankInfo, elements: int) -> None:
-        n, r = rank.world_size, rank.rank
-        chunk = elements // n
+        self.n, self.r = rank.world_size, rank.rank
+        self.chunk = elements // self.n
         device = rank.device
         pattern = torch.arange(PATTERN_PERIOD, dtype=torch.float32, device=device)
-        base = pattern.repeat(elements // PATTERN_PERIOD + 1)[:elements]
-        owner = torch.arange(elements, device=device) // chunk  # which rank a chunk belongs to
-        total = base * n + n * (n + 1) // 2  # sum over ranks of base + (rank + 1)
-        mine = base[r * chunk : (r + 1) * chunk]
-        self.fill: dict[str, torch.Tensor] = {
-            "all_reduce": base + (r + 1),
-            "reduce_scatter": base + (r + 1),
-            "all_gather": mine + (r + 1),
-            "broadcast": base + 1 if r == ROOT else torch.zeros_like(base),
-            "all_to_all": base + r * n,
-        }
-        self.expected: dict[str, torch.Tensor] = {
-            "all_reduce": total,
-            "reduce_scatter": total[r * chunk : (r + 1) * chunk],
-            "all_gather": base + owner + 1,
-            "broadcast": base + 1,
-            "all_to_all": mine.repeat(n) + owner * n,  # chunk j came from rank j
-        }
+        self.base = pattern.repeat(elements // PATTERN_PERIOD + 1)[:elements]
+        self.mine = self.base[self.r * self.chunk : (self.r + 1) * self.chunk]
         self.input = torch.empty(elements, dtype=torch.float32, device=device)
         self.output = torch.empty(elements, dtype=torch.float32, device=device)
-        self.chunk = chunk
 
-    def prepare(self, kind: str) -> tuple[Callable[[], object], torch.Tensor]:
+    def _owner(self) -> torch.Tensor:
+        """Per element, the rank whose chunk it is in (as float32, exact for small ranks)."""
+        positions = torch.arange(self.base.numel(), device=self.base.device)
+        return torch.div(positions, self.chunk, rounding_mode="floor").to(torch.float32)
+
+    def fill(self, kind: str) -> torch.Tensor:
+        """What this rank puts in before the collective."""
+        n, r = self.n, self.r
+        if kind == "all_gather":
+            return self.mine + (r + 1)
+        if kind == "broadcast":
+            return self.base + 1 if r == ROOT else torch.zeros_like(self.base)
+        if kind == "all_to_all":
+            return self.base + r * n
+        return self.base + (r + 1)  # all-reduce, reduce-scatter
+
+    def expected(self, kind: str) -> torch.Tensor:
+        """What this rank must hold after it."""
+        n, r, chunk = self.n, self.r, self.chunk
+        total = self.base * n + n * (n + 1) // 2  # sum over ranks of base + (rank + 1)
+        if kind == "reduce_scatter":
+            return total[r * chunk : (r + 1) * chunk].clone()
+        if kind == "all_gather":
+            return self.base + self._owner() + 1
+        if kind == "broadcast":
+            return self.base + 1
+        if kind == "all_to_all":
+            return self.mine.repeat(n) + self._owner() * n  # chunk j came from rank j
+        return total
+
+    def prepare(self, kind: str, source: torch.Tensor) -> tuple[Callable[[], object], torch.Tensor]:
         """Refill the input; return the collective to time and the tensor holding its result."""
-        source = self.fill[kind]
         self.input[: source.numel()].copy_(source)
         part_in, part_out = self.input[: self.chunk], self.output[: self.chunk]
         calls: dict[str, tuple[Callable[[], object], torch.Tensor]] = {
@@ -78,16 +94,17 @@ def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
     for payload in params.payload_bytes(rank.world_size):
         buffers = Buffers(rank, payload // 4)
         for kind in KINDS:
+            source, expected = buffers.fill(kind), buffers.expected(kind)
             times, wires, correct = [], [], True
             for _ in range(params.iterations):
-                collective, result = buffers.prepare(kind)
+                collective, result = buffers.prepare(kind, source)
                 rank.sync()
                 dist.barrier()  # start together: time the collective, not a peer's lateness
                 with MeasuredStep(rank.sync) as step:
                     collective()
                 times.append(step.time_s)
                 wires.append(step.wire_bytes)
-                correct = correct and bool(torch.equal(result, buffers.expected[kind]))
+                correct = correct and bool(torch.equal(result, expected))
             yield {
                 "rank": rank.rank,
                 "kind": kind,
