@@ -1,0 +1,91 @@
+"""The tensor-parallel and collectives demos streamed through the app, with its own worker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from tests.live.test_demo_routes import _sse_events
+from tests.utils import free_port, make_settings
+
+pytestmark = pytest.mark.demo
+
+
+@pytest.fixture(scope="module")
+def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    settings = make_settings(
+        Path(tmp_path_factory.mktemp("app")) / "data",
+        worker_spawn=True,
+        worker_address=f"127.0.0.1:{free_port()}",
+    )
+    with TestClient(create_app(settings)) as client:
+        assert client.app.state.worker.wait_ready(60)
+        yield client
+
+
+TP = {"layout": "all", "hidden": 32, "ffn_multiple": 2, "batch": 2, "seq_len": 4, "heads": 2}
+
+
+def test_tensor_parallel_streams_every_split_and_agrees_with_the_prediction(
+    app_client: TestClient,
+) -> None:
+    response = app_client.get("/demos/tensor-parallel/stream", params={**TP, "iterations": 1})
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    assert [name for name, _ in events].count("measurement") == 3
+    html = "".join(data for name, data in events if name == "message")
+    # 8 tokens x 32 x 4 B = 1,024 B all-reduced in each pass at N = 2: 2,048 B per step.
+    assert html.count('<td class="num logical">2,048</td>') == 4  # 2 splits x 2 ranks
+    # Row then column: 2,048 B wide all-reduce + half of a 1,024 B all-gather, twice.
+    assert html.count('<td class="num logical">5,120</td>') == 2
+    assert html.count("= prediction") == 6 and "≠ prediction" not in html
+    assert html.count("equal the one-rank result") == 3
+
+
+def test_tensor_parallel_panel_warns_when_the_heads_do_not_split(app_client: TestClient) -> None:
+    params = {**TP, "heads": 1, "layout": "attention_heads", "iterations": 1}
+    panel = app_client.get("/demos/tensor-parallel/run", params=params)
+    assert panel.status_code == 200
+    assert "1 heads cannot be split over the worker&#39;s 2 ranks" in panel.text
+
+
+def test_tensor_parallel_refuses_a_block_it_cannot_build(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/tensor-parallel/run", params={**TP, "heads": 3})
+    assert panel.status_code == 422
+    assert "heads (3) must divide hidden (32)" in panel.text
+    stream = app_client.get("/demos/tensor-parallel/stream", params={**TP, "hidden": 1024})
+    assert stream.status_code == 422
+    assert stream.json()["detail"][0]["loc"] == ["query", "hidden"]
+
+
+def test_collectives_stream_rows_chart_points_and_the_comparison(app_client: TestClient) -> None:
+    params = {"max_size_mib": 0.25, "sizes": 2, "iterations": 1}
+    response = app_client.get("/demos/collectives/stream", params=params)
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    points = [json.loads(data) for name, data in events if name == "measurement"]
+    assert [(p["payload_bytes"], p["kind"]) for p in points[:2]] == [
+        (65_536, "all-reduce"),
+        (65_536, "reduce-scatter"),
+    ]
+    assert len(points) == 10 and all(p["busbw_gbps"] > 0 for p in points)
+    html = "".join(data for name, data in events if name == "message")
+    # 256 KiB at N = 2: the ring sends S for an all-reduce and S/2 for a reduce-scatter.
+    assert '<td class="num logical">262,144</td>' in html
+    assert '<td class="num logical">131,072</td>' in html
+    assert html.count("= prediction") == 10 and "≠ prediction" not in html
+    assert html.count("as predicted") == 10
+    assert '<td class="num rs-ag-logical">262,144</td>' in html
+
+
+def test_collectives_refuse_a_buffer_over_the_bound(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/collectives/run", params={"max_size_mib": 17})
+    assert panel.status_code == 422
+    assert "Largest buffer (MiB): must be at most 16" in panel.text
