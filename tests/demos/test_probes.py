@@ -167,3 +167,18 @@ def test_logical_bytes_use_the_ring_formulas() -> None:
     assert logical_bytes("all_to_all", 1000, 4) == 750.0
     assert logical_bytes("barrier", 0, 4) == 0.0
     assert logical_bytes("gather", 1000, 4) is None
+
+
+def test_saved_activation_meter_counts_distinct_storages_without_parameters() -> None:
+    import torch
+
+    from demos.probes import SavedActivationMeter
+
+    linear = torch.nn.Linear(16, 32)
+    x = torch.randn(8, 16)
+    with SavedActivationMeter(exclude=linear.parameters()) as meter:
+        hidden = torch.relu(linear(x))  # linear saves x (and its weight); relu saves its output
+        out = hidden * hidden  # saves hidden twice: one storage
+    out.sum().backward()
+    assert meter.bytes_ == 8 * 16 * 4 + 8 * 32 * 4
+    assert meter.saves >= 4
