@@ -24,7 +24,7 @@ from demos.probes import MeasuredStep, RankInfo
 from demos.specs.mixed_precision import RANGE_PROBES, MixedPrecisionParams
 
 WARMUP: dict[str, Any] = {
-    "elements": 16,
+    "gradients": 16,
     "loss_weight_exponent": 16,
     "spread_exponent": 14,
     "loss_scale_exponent": 16,
@@ -48,7 +48,7 @@ def cases(params: MixedPrecisionParams) -> list[tuple[str, str, int | None]]:
 
 def inputs(params: MixedPrecisionParams) -> torch.Tensor:
     """x_i = 2^(-spread * (i + 1/2) / n): midpoints of n equal steps of log2 x in [-spread, 0]."""
-    steps = (torch.arange(params.elements, dtype=torch.float64) + 0.5) / params.elements
+    steps = (torch.arange(params.gradients, dtype=torch.float64) + 0.5) / params.gradients
     return torch.exp2(-params.spread_exponent * steps).float()
 
 
@@ -56,7 +56,7 @@ def _train_step(
     rank: RankInfo, params: MixedPrecisionParams, dtype: torch.dtype, scale_exp: int | None
 ) -> tuple[torch.Tensor, MeasuredStep, bool, bool, float | None]:
     x = inputs(params).to(rank.device)
-    master = torch.ones(params.elements, device=rank.device, requires_grad=True)
+    master = torch.ones(params.gradients, device=rank.device, requires_grad=True)
     optimizer = torch.optim.SGD([master], lr=LEARNING_RATE)
     scaler = torch.amp.GradScaler(
         rank.device.type,
@@ -168,7 +168,7 @@ def summary(
         )
     return {
         "world_size": world_size,
-        "elements": params.elements,
+        "gradients": params.gradients,
         "cases": cases_,
         "range": measurements[-1]["ranks"][0],
     }

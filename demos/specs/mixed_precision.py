@@ -37,7 +37,8 @@ class MixedPrecisionParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    elements: Annotated[
+    # Not `elements`: a form field of that name hides the form's own `elements` list from htmx.
+    gradients: Annotated[
         int, Field(ge=16, le=1_048_576, description="Gradient elements per rank (16 to 2^20).")
     ] = 65_536
     loss_weight_exponent: Annotated[

@@ -13,7 +13,7 @@ from tests.worker_fixture import run_job
 
 WorkerInfo = tuple[LocalWorker, str, str]
 N = 4096
-PARAMS = {"elements": N, "loss_weight_exponent": 16, "spread_exponent": 14}
+PARAMS = {"gradients": N, "loss_weight_exponent": 16, "spread_exponent": 14}
 
 
 def _cases(events: list[dict]) -> dict[str, dict]:
@@ -72,7 +72,7 @@ def test_too_large_a_scale_overflows_and_the_step_is_skipped(demo_worker: Worker
 @pytest.mark.demo
 def test_casts_and_limits_equal_the_ieee_formulas(demo_worker: WorkerInfo) -> None:
     _, address, token = demo_worker
-    events = run_job(address, token, "mixed_precision", {**PARAMS, "elements": 16})
+    events = run_job(address, token, "mixed_precision", {**PARAMS, "gradients": 16})
     prediction = MixedPrecisionPrediction(MixedPrecisionParams(**PARAMS), 2)
     measured = events[-1]["summary"]["range"]["formats"]
     for fmt in (FP16, BF16):

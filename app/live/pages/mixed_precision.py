@@ -54,7 +54,7 @@ class MixedPrecisionPrediction:
         fmt = FLOAT_FORMATS[dtype]
         s = p.loss_scale_exponent if scaled else 0
         low, high = p.low_log2 + s, p.high_log2 + s
-        payload = p.elements * fmt.bytes_
+        payload = p.gradients * fmt.bytes_
         return CasePrediction(
             case=case,
             fmt=fmt,
@@ -131,7 +131,7 @@ PAGE = DemoPage(
     cards=("mixed-precision",),
     params=MixedPrecisionParams,
     labels={
-        "elements": "Gradient elements",
+        "gradients": "Gradient elements",
         "loss_weight_exponent": "Loss weight exponent k",
         "spread_exponent": "Input spread",
         "loss_scale_exponent": "Loss scale exponent s",
