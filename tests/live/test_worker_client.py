@@ -19,6 +19,7 @@ import pytest
 
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import LocalWorker
+from demos.specs import DEMO_PARAMS
 from tests.utils import free_port
 from tests.worker_fixture import group_processes, run_job, shared_test_worker
 
@@ -63,7 +64,7 @@ def test_status_describes_the_worker(demo_worker: WorkerInfo) -> None:
         "ready": True,
         "world_size": 2,
         "backend": "gloo",
-        "demos": ["all_reduce"],
+        "demos": sorted(DEMO_PARAMS),  # every demo the registry found, all_reduce among them
     }
 
 
@@ -151,8 +152,9 @@ def test_a_status_with_a_deadline_does_not_wait_for_a_running_job(
 @pytest.mark.demo
 def test_an_unknown_demo_is_refused(demo_worker: WorkerInfo) -> None:
     _, address, token = demo_worker
+    known = ", ".join(sorted(DEMO_PARAMS))
     assert run_job(address, token, "pipeline_magic", {}) == [
-        {"event": "error", "message": "unknown demo 'pipeline_magic'; known: all_reduce"}
+        {"event": "error", "message": f"unknown demo 'pipeline_magic'; known: {known}"}
     ]
 
 
