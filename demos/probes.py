@@ -353,3 +353,48 @@ def cuda_memory(device: torch.device) -> dict[str, int] | None:
         "allocated": torch.cuda.memory_allocated(device),
         "max_allocated": torch.cuda.max_memory_allocated(device),
     }
+
+
+class SavedActivationMeter:
+    """Bytes autograd saves for backward while active: distinct storages, parameters left out.
+
+    A `saved_tensors_hooks` pack hook sees every tensor an op saves (feasibility §8: exact and
+    deterministic). Several saves of one storage (a ReLU output that the next linear also
+    saves, a view) count once; the storages of `exclude` (the parameters, and views of them
+    such as a linear's transposed weight) count not at all. Under non-reentrant
+    `torch.utils.checkpoint` the hook sees what the checkpoint keeps (its inputs), not the
+    tensors rebuilt during backward.
+    """
+
+    def __init__(self, exclude: Iterable[torch.Tensor] = ()) -> None:
+        self._excluded = {tensor.untyped_storage().data_ptr() for tensor in exclude}
+        self._storages: dict[int, int] = {}
+        self.saves = 0
+        self._hooks: torch.autograd.graph.saved_tensors_hooks | None = None
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.saves += 1
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in self._excluded:
+            self._storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    @staticmethod
+    def _unpack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    @property
+    def bytes_(self) -> int:
+        return sum(self._storages.values())
+
+    def __enter__(self) -> SavedActivationMeter:
+        self._storages.clear()
+        self.saves = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._hooks is not None:
+            self._hooks.__exit__(*exc)
+            self._hooks = None

@@ -250,3 +250,42 @@ def stage_activations(
         logits = LOGITS_BYTES * tokens * cfg.vocab / t
         output = (2 * value * outside + logits) * in_flight
     return StageActivations(layers=layers, embedding=embedding, output=output)
+
+
+def mlp_stack_saved_bytes(
+    layers: int,
+    tokens: int,
+    width: int,
+    hidden_width: int,
+    bytes_per_value: int,
+    segment_layers: int | None = None,
+) -> int:
+    """Bytes autograd keeps for backward after the forward pass of a stack of residual MLPs.
+
+    Each block is x + Linear(width -> hidden) -> GeLU -> Linear(hidden -> width), applied to
+    `tokens` rows. Without recompute a block saves the first linear's input (tokens * width
+    values), the GeLU input and the GeLU output, which is the second linear's input (tokens
+    * hidden each); the weights are parameters and the residual add saves nothing. That is
+    Korthikanti et al. (arXiv:2205.05198) Section 4.1's MLP count without the dropout mask:
+    with hidden = 4 * width and 2-byte values, 2sbh + 8sbh + 8sbh.
+
+    With checkpointing in segments of `segment_layers` blocks (Chen et al., arXiv:1604.06174,
+    Section 4), only each segment's input is kept: ceil(layers / segment_layers) tensors of
+    tokens * width values. segment_layers=1 is full per-layer recompute (Korthikanti Table 2:
+    the layer input only).
+    """
+    for name, value in (
+        ("layers", layers),
+        ("tokens", tokens),
+        ("width", width),
+        ("hidden_width", hidden_width),
+        ("bytes_per_value", bytes_per_value),
+    ):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if segment_layers is None:
+        return layers * tokens * (width + 2 * hidden_width) * bytes_per_value
+    if not 1 <= segment_layers <= layers:
+        raise ValueError(f"segment_layers must be from 1 to {layers}, got {segment_layers}")
+    segments = -(-layers // segment_layers)
+    return segments * tokens * width * bytes_per_value

@@ -194,3 +194,18 @@ def test_model_state_bytes_of_adam_are_m_v_and_a_step_per_tensor() -> None:
         "grads": 4 * 33,
         "optimizer": 8 * 33 + 4 * 2,
     }
+
+
+def test_saved_activation_meter_counts_distinct_storages_without_parameters() -> None:
+    import torch
+
+    from demos.probes import SavedActivationMeter
+
+    linear = torch.nn.Linear(16, 32)
+    x = torch.randn(8, 16)
+    with SavedActivationMeter(exclude=linear.parameters()) as meter:
+        hidden = torch.relu(linear(x))  # linear saves x (and its weight); relu saves its output
+        out = hidden * hidden  # saves hidden twice: one storage
+    out.sum().backward()
+    assert meter.bytes_ == 8 * 16 * 4 + 8 * 32 * 4
+    assert meter.saves >= 4

@@ -64,7 +64,7 @@ def test_status_describes_the_worker(demo_worker: WorkerInfo) -> None:
         "ready": True,
         "world_size": 2,
         "backend": "gloo",
-        "demos": sorted(DEMO_PARAMS),
+        "demos": sorted(DEMO_PARAMS),  # every demo the registry found, all_reduce among them
     }
 
 

@@ -1,0 +1,109 @@
+"""The activation-checkpointing demo's page: saved bytes per mode from app.calc.activations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.calc.activations import mlp_stack_saved_bytes
+from app.calc.flops import PASSES
+from app.live.demo_page import DemoPage
+from demos.specs.activation_checkpointing import ActivationCheckpointingParams
+
+FP32_BYTES = 4  # the demo trains in fp32
+
+
+@dataclass(frozen=True)
+class ModePrediction:
+    mode: str
+    segment_layers: int | None
+    saved_bytes: int
+    passes: int  # forward passes' worth of compute per step (app.calc.flops.PASSES)
+
+
+@dataclass(frozen=True)
+class CheckpointingPrediction:
+    params: ActivationCheckpointingParams
+    world_size: int
+
+    def saved_bytes(self, segment_layers: int | None) -> int:
+        p = self.params
+        return mlp_stack_saved_bytes(
+            p.layers, p.tokens, p.width, p.hidden_width, FP32_BYTES, segment_layers
+        )
+
+    @property
+    def modes(self) -> list[ModePrediction]:
+        return [
+            ModePrediction(
+                mode,
+                segment,
+                self.saved_bytes(segment),
+                PASSES["training" if segment is None else "training_recompute"],
+            )
+            for mode, segment in self.params.modes
+        ]
+
+    def of(self, mode: str) -> ModePrediction:
+        return next(m for m in self.modes if m.mode == mode)
+
+    @property
+    def compute_ratio(self) -> float:
+        """Recompute reruns every block's forward once: 4 passes of work instead of 3."""
+        return PASSES["training_recompute"] / PASSES["training"]
+
+    @property
+    def formula_none_latex(self) -> str:
+        p = self.params
+        return (
+            rf"L\,T\,(d + 2\cdot 4d)\,b = {p.layers} \times {p.tokens} \times "
+            rf"({p.width} + 2 \times {p.hidden_width}) \times {FP32_BYTES}"
+            rf" = {_latex_int(self.saved_bytes(None))}\ \text{{B}}"
+        )
+
+    def formula_segments_latex(self, segment_layers: int) -> str:
+        p = self.params
+        segments = -(-p.layers // segment_layers)
+        return (
+            rf"\lceil L/k \rceil\,T\,d\,b = \lceil {p.layers}/{segment_layers} \rceil \times "
+            rf"{p.tokens} \times {p.width} \times {FP32_BYTES} = {segments} \times "
+            rf"{_latex_int(p.tokens * p.width * FP32_BYTES)}"
+            rf" = {_latex_int(self.saved_bytes(segment_layers))}\ \text{{B}}"
+        )
+
+
+def _latex_int(value: int) -> str:
+    return f"{value:,}".replace(",", "{,}")
+
+
+def chart_points(event: dict[str, Any], prediction: CheckpointingPrediction) -> dict[str, Any]:
+    first = event["ranks"][0]
+    return {
+        "iteration": event["iteration"],
+        "mode": first["mode"],
+        "modes": [m.mode for m in prediction.modes],
+        "predicted_bytes": prediction.of(first["mode"]).saved_bytes,
+        "saved_bytes": first["saved_bytes"],
+        "time_s": max(r["time_s"] for r in event["ranks"]),
+    }
+
+
+PAGE = DemoPage(
+    demo="activation_checkpointing",
+    slug="activation-checkpointing",
+    title="Activation checkpointing on real ranks",
+    teaches="Train a residual MLP stack with and without recompute: saved activation bytes "
+    "fall to the segment inputs, step time rises by about one forward pass.",
+    cards=("activation-checkpointing", "memory-anatomy"),
+    params=ActivationCheckpointingParams,
+    labels={
+        "layers": "Blocks",
+        "width": "Width",
+        "tokens": "Tokens",
+        "segment_layers": "Blocks per segment",
+        "steps": "Steps per mode",
+    },
+    predict=CheckpointingPrediction,
+    chart_data=chart_points,
+    scripts=("/static/js/demo-activation-checkpointing.js",),
+)

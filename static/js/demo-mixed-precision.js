@@ -1,0 +1,43 @@
+// Live chart for the mixed-precision demo: each `measurement` server-sent event (JSON,
+// dispatched by htmx's hx-sse extension on the document) adds one precision case: the share
+// of gradient elements that came out zero, beside the calculator's prediction.
+(function () {
+  "use strict";
+  var state = null;
+
+  function freshState(el) {
+    var series = [
+      { label: "case" },
+      { label: "zero gradients, measured", stroke: "#b42318", width: 0,
+        points: { show: true, size: 10, fill: "#b42318" } },
+      { label: "predicted", stroke: "#5b6472", width: 0,
+        points: { show: true, size: 6, fill: "#ffffff" } },
+    ];
+    var opts = {
+      width: Math.max(280, el.clientWidth || 600),
+      height: 220,
+      scales: { x: { time: false }, y: { range: [0, 1] } },
+      axes: [
+        { label: "case", incrs: [1],
+          values: function (u, vals) { return vals.map(function (v) { return state && state.names[v] || ""; }); } },
+        { label: "share of gradients that are zero" },
+      ],
+      series: series,
+    };
+    var data = series.map(function () { return []; });
+    return { el: el, names: {}, data: data, plot: new window.uPlot(opts, data, el) };
+  }
+
+  document.addEventListener("measurement", function (e) {
+    var el = document.getElementById("demo-chart");
+    if (!el || !window.uPlot) return;
+    var m = JSON.parse(e.detail.data);
+    if (m.zero_fraction === undefined) return;
+    if (!state || state.el !== el) state = freshState(el);
+    state.names[m.iteration] = m.case;
+    state.data[0].push(m.iteration);
+    state.data[1].push(m.zero_fraction);
+    state.data[2].push(m.predicted_zero_fraction);
+    state.plot.setData(state.data);
+  });
+})();

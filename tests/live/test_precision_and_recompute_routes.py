@@ -1,0 +1,83 @@
+"""The activation-checkpointing and mixed-precision pages, streamed through the app."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.calc.activations import mlp_stack_saved_bytes
+from app.main import create_app
+from tests.live.test_demo_routes import _sse_events
+from tests.utils import free_port, make_settings
+
+pytestmark = pytest.mark.demo
+
+
+@pytest.fixture(scope="module")
+def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    settings = make_settings(
+        Path(tmp_path_factory.mktemp("app")) / "data",
+        worker_spawn=True,
+        worker_address=f"127.0.0.1:{free_port()}",
+    )
+    with TestClient(create_app(settings)) as client:
+        assert client.app.state.worker.wait_ready(60)
+        yield client
+
+
+def test_checkpointing_stream_ends_with_a_summary_that_matches(app_client: TestClient) -> None:
+    params = {"layers": 2, "width": 16, "tokens": 8, "segment_layers": 2, "steps": 1}
+    response = app_client.get("/demos/activation-checkpointing/stream", params=params)
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    assert [name for name, _ in events].count("measurement") == 3
+    html = "".join(data for name, data in events if name == "message")
+    none = mlp_stack_saved_bytes(2, 8, 16, 64, 4)  # 2 * 8 * (16 + 128) * 4 = 9,216
+    assert none == 9_216
+    assert len(re.findall(r'<td class="num saved">9,216</td>', html)) == 2  # both ranks
+    assert 'id="summary-table"' in html
+    assert html.count("= prediction") == 3 and "≠ prediction" not in html
+
+
+def test_mixed_precision_stream_ends_with_the_range_table(app_client: TestClient) -> None:
+    params = {"gradients": 64, "loss_weight_exponent": 16, "spread_exponent": 14}
+    response = app_client.get("/demos/mixed-precision/stream", params=params)
+    assert response.status_code == 200
+    events = _sse_events(response.text)
+    assert events[-1][0] == "done"
+    html = "".join(data for name, data in events if name == "message")
+    assert 'id="range-table"' in html and 'id="limits-table"' in html
+    assert "not as predicted" not in html and "≠" not in html
+    assert "Finished." in html
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "message"),
+    [
+        (
+            "/demos/activation-checkpointing/run",
+            {"layers": "9"},
+            "Blocks: must be at most 8",
+        ),
+        (
+            "/demos/activation-checkpointing/run",
+            {"layers": "2", "segment_layers": "3"},
+            "a segment of 3 blocks is longer than the 2-block stack",
+        ),
+        (
+            "/demos/mixed-precision/run",
+            {"loss_weight_exponent": "25"},
+            "Loss weight exponent k: must be at most 24",
+        ),
+    ],
+)
+def test_out_of_bounds_parameters_are_refused(
+    app_client: TestClient, path: str, params: dict, message: str
+) -> None:
+    panel = app_client.get(path, params=params)
+    assert panel.status_code == 422 and message in panel.text
