@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from app.calc.units import GB, MEMORY_UNITS
 
@@ -44,6 +45,18 @@ def latex_number(value: float, digits: int = 4) -> str:
     # Split Python's own e-notation: exact for subnormal floats, where 10**exponent is 0.
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
     return f"{float(mantissa):.{digits}g} \\times 10^{{{int(exponent)}}}"
+
+
+def latex_int(value: float) -> str:
+    """A whole number with KaTeX-safe thousands separators: 65536 becomes 65{,}536."""
+    return f"{value:,.0f}".replace(",", "{,}")
+
+
+def latex_fraction(value: Fraction, command: str = r"\frac") -> str:
+    """An exact ratio for KaTeX: 3/2 becomes \frac{3}{2}, 2/1 becomes 2."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    return rf"{command}{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def memory(n_bytes: float, unit: str = "GB", digits: int = 2) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
-from app.formatting import latex_number
+from app.formatting import latex_fraction, latex_int, latex_number
 
 
 @pytest.mark.parametrize(
@@ -22,3 +24,14 @@ from app.formatting import latex_number
 )
 def test_latex_number(value: float, expected: str) -> None:
     assert latex_number(value) == expected
+
+
+def test_latex_int_separates_thousands_for_katex() -> None:
+    assert latex_int(65536) == "65{,}536"
+    assert latex_int(999) == "999"
+
+
+def test_latex_fraction_is_exact_and_drops_a_unit_denominator() -> None:
+    assert latex_fraction(Fraction(3, 2)) == r"\frac{3}{2}"
+    assert latex_fraction(Fraction(3, 2), r"\tfrac") == r"\tfrac{3}{2}"
+    assert latex_fraction(Fraction(4, 2)) == "2"

@@ -7,6 +7,7 @@ from typing import Any
 
 from app.calc.activations import mlp_stack_saved_bytes
 from app.calc.flops import PASSES
+from app.formatting import latex_int
 from app.live.demo_page import DemoPage
 from demos.specs.activation_checkpointing import ActivationCheckpointingParams
 
@@ -58,7 +59,7 @@ class CheckpointingPrediction:
         return (
             rf"L\,T\,(d + 2\cdot 4d)\,b = {p.layers} \times {p.tokens} \times "
             rf"({p.width} + 2 \times {p.hidden_width}) \times {FP32_BYTES}"
-            rf" = {_latex_int(self.saved_bytes(None))}\ \text{{B}}"
+            rf" = {latex_int(self.saved_bytes(None))}\ \text{{B}}"
         )
 
     def formula_segments_latex(self, segment_layers: int) -> str:
@@ -67,13 +68,9 @@ class CheckpointingPrediction:
         return (
             rf"\lceil L/k \rceil\,T\,d\,b = \lceil {p.layers}/{segment_layers} \rceil \times "
             rf"{p.tokens} \times {p.width} \times {FP32_BYTES} = {segments} \times "
-            rf"{_latex_int(p.tokens * p.width * FP32_BYTES)}"
-            rf" = {_latex_int(self.saved_bytes(segment_layers))}\ \text{{B}}"
+            rf"{latex_int(p.tokens * p.width * FP32_BYTES)}"
+            rf" = {latex_int(self.saved_bytes(segment_layers))}\ \text{{B}}"
         )
-
-
-def _latex_int(value: int) -> str:
-    return f"{value:,}".replace(",", "{,}")
 
 
 def chart_points(event: dict[str, Any], prediction: CheckpointingPrediction) -> dict[str, Any]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
-from app.formatting import bytes_human
+from app.formatting import bytes_human, latex_fraction
 from app.live.demo_page import DemoPage
 from demos.specs.all_reduce import AllReduceParams
 
@@ -38,15 +37,9 @@ class AllReducePrediction:
         return (
             rf"\text{{sent per rank}} = \frac{{2(N-1)}}{{N}}\,S"
             rf" = \frac{{2({n}-1)}}{{{n}}} \times {_latex_bytes(self.payload_bytes)}"
-            rf" = {_latex_fraction(factor)} \times {_latex_bytes(self.payload_bytes)}"
+            rf" = {latex_fraction(factor)} \times {_latex_bytes(self.payload_bytes)}"
             rf" = {_latex_bytes(self.bytes_per_rank)}"
         )
-
-
-def _latex_fraction(value: Fraction) -> str:
-    if value.denominator == 1:
-        return str(value.numerator)
-    return rf"\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def _latex_bytes(n_bytes: float) -> str:

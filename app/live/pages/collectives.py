@@ -9,6 +9,7 @@ from typing import Any
 from app.calc.bandwidth import busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
 from app.calc.gloo import gloo_bytes_per_rank
+from app.formatting import latex_fraction
 from app.live.demo_page import DemoPage
 from demos.specs.collectives import KINDS, CollectivesParams
 
@@ -40,12 +41,6 @@ def header_allowance_bytes(payload_bytes: int, ranks: int) -> float:
     """How far gloo's wire bytes may exceed its algorithm's: message headers, measured at 48 to
     576 B per collective at 2 ranks and up to 3,456 B for 16 MiB at 4 ranks (0.02 %)."""
     return 1024 * ranks + payload_bytes / 1000
-
-
-def _latex_fraction(value: Fraction) -> str:
-    if value.denominator == 1:
-        return str(value.numerator)
-    return rf"\tfrac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 @dataclass(frozen=True)
@@ -99,10 +94,10 @@ class CollectivesPrediction:
         n = self.world_size
         general = FACTOR_LATEX[kind]
         own = general.replace("N", str(n))
+        factor = latex_fraction(self.factor(kind), r"\tfrac")
         return (
             rf"\text{{busbw}} = \frac{{S}}{{t}} \times {general}"
-            rf" = \frac{{S}}{{t}} \times {own} = \frac{{S}}{{t}} \times"
-            rf" {_latex_fraction(self.factor(kind))}"
+            rf" = \frac{{S}}{{t}} \times {own} = \frac{{S}}{{t}} \times {factor}"
         )
 
 

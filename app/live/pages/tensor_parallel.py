@@ -12,7 +12,7 @@ from app.calc.tensor_parallel import (
     tp_block_collectives,
     tp_pass_bytes_per_rank,
 )
-from app.formatting import bytes_human
+from app.formatting import bytes_human, latex_int
 from app.live.demo_page import DemoPage
 from demos.specs.tensor_parallel import TensorParallelParams
 
@@ -24,7 +24,7 @@ LAYOUT_NAMES = {
 
 
 def _latex_bytes(n_bytes: float) -> str:
-    return rf"{n_bytes:,.0f}".replace(",", "{,}") + r"\,\text{B}"
+    return latex_int(n_bytes) + r"\,\text{B}"
 
 
 @dataclass(frozen=True)

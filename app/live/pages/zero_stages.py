@@ -23,7 +23,7 @@ from app.calc.sharding import (
     padding_elements,
     shard_elements,
 )
-from app.formatting import latex_number
+from app.formatting import latex_int, latex_number
 from app.live.demo_page import DemoPage
 from demos.specs.zero_stages import ZeroStagesParams
 
@@ -173,7 +173,7 @@ class ZeroPrediction:
     @property
     def traffic_latex(self) -> str:
         n = self.world_size
-        four_psi = f"{self.model_bytes:,}".replace(",", "{,}")
+        four_psi = latex_int(self.model_bytes)
         two = self.paper_logical_bytes("ddp")
         three = self.paper_logical_bytes("zero3")
         return (
