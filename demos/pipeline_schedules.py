@@ -27,12 +27,14 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional
 
-from app.calc.pipeline import Block, Schedule, timeline_summary
+from app.calc.pipeline import Schedule, timeline_summary
 from demos.probes import MeasuredStep, RankInfo
 from demos.specs.pipeline_schedules import (
     CHUNKS_PER_RANK,
     LAYERS_PER_CHUNK,
     PipelineSchedulesParams,
+    p2p_count,
+    timeline_blocks,
 )
 
 WARMUP: dict[str, Any] = {
@@ -246,24 +248,6 @@ def run(rank: RankInfo, params: PipelineSchedulesParams) -> Iterator[dict[str, A
         }
 
 
-def measured_timeline(
-    params: PipelineSchedulesParams, world_size: int, ranks: list[dict[str, Any]]
-) -> list[list[Block]]:
-    """The ranks' action logs of one measurement as the simulator's blocks, in ms."""
-    return [
-        [
-            Block(r["rank"], kind, mb, chunk, start, end)
-            for kind, mb, chunk, start, end in r["actions"]
-        ]
-        for r in sorted(ranks, key=lambda r: r["rank"])
-    ]
-
-
-def _count(row: dict[str, Any], kind: str) -> tuple[int, int]:
-    found = [c for c in row["collectives"] if c["kind"] == kind]
-    return (found[0]["count"], found[0]["payload_bytes"]) if found else (0, 0)
-
-
 def summary(
     params: PipelineSchedulesParams, world_size: int, measurements: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -272,9 +256,7 @@ def summary(
     for event in measurements:
         ranks = sorted(event["ranks"], key=lambda r: r["rank"])
         name = ranks[0]["schedule"]
-        measured = timeline_summary(
-            params.setup(name, world_size), measured_timeline(params, world_size, ranks)
-        )
+        measured = timeline_summary(params.setup(name, world_size), timeline_blocks(ranks))
         schedules.append(
             {
                 "schedule": name,
@@ -282,9 +264,9 @@ def summary(
                 "busy_ms": measured.busy_time,
                 "bubble_fraction": measured.bubble_fraction_of_total,
                 "peak_in_flight": measured.peak_in_flight,
-                "sends": [_count(r, "send")[0] for r in ranks],
-                "send_bytes": [_count(r, "send")[1] for r in ranks],
-                "recvs": [_count(r, "recv")[0] for r in ranks],
+                "sends": [p2p_count(r, "send")[0] for r in ranks],
+                "send_bytes": [p2p_count(r, "send")[1] for r in ranks],
+                "recvs": [p2p_count(r, "recv")[0] for r in ranks],
                 "wire_bytes": [r["wire_bytes"] for r in ranks],
                 "grad_error": max(r["grad_error"] for r in ranks),
             }

@@ -1,12 +1,13 @@
-"""Parameters of the pipeline-schedules demo, and which schedules a world size can run."""
+"""Parameters of the pipeline-schedules demo, which schedules a world size can run, and how
+its per-rank rows read back (torch-free, so the worker and the page share them)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.calc.pipeline import SCHEDULES, PipelineSetup, Schedule, schedule_problems
+from app.calc.pipeline import SCHEDULES, Block, PipelineSetup, Schedule, schedule_problems
 
 # Every schedule runs the same model: 2 chunks of LAYERS_PER_CHUNK Linear layers per rank.
 # GPipe, 1F1B and ZB-H1 give each rank both of its chunks as one stage; interleaved 1F1B
@@ -90,3 +91,20 @@ class PipelineSchedulesParams(BaseModel):
 
 
 PARAMS = PipelineSchedulesParams
+
+
+def timeline_blocks(ranks: list[dict[str, Any]]) -> list[list[Block]]:
+    """The ranks' action logs of one measurement as the simulator's blocks, rank by rank."""
+    return [
+        [
+            Block(r["rank"], kind, mb, chunk, start, end)
+            for kind, mb, chunk, start, end in r["actions"]
+        ]
+        for r in sorted(ranks, key=lambda r: r["rank"])
+    ]
+
+
+def p2p_count(row: dict[str, Any], kind: str) -> tuple[int, int]:
+    """(count, payload bytes) of one rank's `send` or `recv` ops in a measurement row."""
+    found = [c for c in row["collectives"] if c["kind"] == kind]
+    return (found[0]["count"], found[0]["payload_bytes"]) if found else (0, 0)

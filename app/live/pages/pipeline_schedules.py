@@ -9,7 +9,6 @@ from typing import Any
 
 from app.calc.pipeline import (
     SCHEDULE_NAMES,
-    Block,
     ClosedForm,
     Schedule,
     Simulation,
@@ -21,7 +20,7 @@ from app.calc.pipeline import (
 )
 from app.calculators.pipeline_view import Gantt, gantt
 from app.live.demo_page import DemoPage
-from demos.specs.pipeline_schedules import PipelineSchedulesParams
+from demos.specs.pipeline_schedules import PipelineSchedulesParams, p2p_count, timeline_blocks
 
 GANTT_WIDTH = 480.0
 
@@ -62,11 +61,6 @@ class MeasuredSchedule:
     grad_error: float
 
 
-def _count(row: dict[str, Any], kind: str) -> tuple[int, int]:
-    found = [c for c in row["collectives"] if c["kind"] == kind]
-    return (found[0]["count"], found[0]["payload_bytes"]) if found else (0, 0)
-
-
 @dataclass(frozen=True)
 class PipelinePrediction:
     params: PipelineSchedulesParams
@@ -102,11 +96,7 @@ class PipelinePrediction:
         ranks = sorted(event["ranks"], key=lambda r: r["rank"])
         predicted = self.of(ranks[0]["schedule"])
         assert predicted.simulation is not None
-        timeline = [
-            [Block(r["rank"], k, mb, c, start, end) for k, mb, c, start, end in r["actions"]]
-            for r in ranks
-        ]
-        measured = timeline_summary(predicted.simulation.setup, timeline)
+        measured = timeline_summary(predicted.simulation.setup, timeline_blocks(ranks))
         span = max(measured.total_time, predicted.simulation.total_time)
         rows = [
             MeasuredRank(
@@ -115,10 +105,10 @@ class PipelinePrediction:
                 busy_ms=sum(b.end - b.start for b in measured.timeline[i]),
                 peak_in_flight=measured.peak_in_flight[i],
                 predicted_peak=predicted.simulation.peak_in_flight[i],
-                sends=_count(r, "send")[0],
-                recvs=_count(r, "recv")[0],
+                sends=p2p_count(r, "send")[0],
+                recvs=p2p_count(r, "recv")[0],
                 predicted_sends=predicted.messages[i].sends,
-                send_bytes=_count(r, "send")[1],
+                send_bytes=p2p_count(r, "send")[1],
                 wire_bytes=r["wire_bytes"],
             )
             for i, r in enumerate(ranks)
