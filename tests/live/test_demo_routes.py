@@ -8,31 +8,15 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
 from fastapi.testclient import TestClient
 
 from app.calc.comm import Collective, ring_bytes_per_rank
-from app.main import create_app
 from app.ratelimit import SlidingWindow, parse_rate
-from tests.utils import free_port, make_settings
 
 pytestmark = pytest.mark.demo
-
-
-@pytest.fixture(scope="module")
-def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    settings = make_settings(
-        Path(tmp_path_factory.mktemp("app")) / "data",
-        worker_spawn=True,
-        worker_address=f"127.0.0.1:{free_port()}",
-    )
-    with TestClient(create_app(settings)) as client:
-        assert client.app.state.worker.wait_ready(60)
-        yield client
 
 
 def _sse_events(text: str) -> list[tuple[str, str]]:

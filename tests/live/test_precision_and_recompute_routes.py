@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.calc.activations import mlp_stack_saved_bytes
-from app.main import create_app
 from tests.live.test_demo_routes import _sse_events
-from tests.utils import free_port, make_settings
 
 pytestmark = pytest.mark.demo
-
-
-@pytest.fixture(scope="module")
-def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    settings = make_settings(
-        Path(tmp_path_factory.mktemp("app")) / "data",
-        worker_spawn=True,
-        worker_address=f"127.0.0.1:{free_port()}",
-    )
-    with TestClient(create_app(settings)) as client:
-        assert client.app.state.worker.wait_ready(60)
-        yield client
 
 
 def test_checkpointing_stream_ends_with_a_summary_that_matches(app_client: TestClient) -> None:

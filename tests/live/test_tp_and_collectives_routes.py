@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from tests.live.test_demo_routes import _sse_events
-from tests.utils import free_port, make_settings
 
 pytestmark = pytest.mark.demo
-
-
-@pytest.fixture(scope="module")
-def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    settings = make_settings(
-        Path(tmp_path_factory.mktemp("app")) / "data",
-        worker_spawn=True,
-        worker_address=f"127.0.0.1:{free_port()}",
-    )
-    with TestClient(create_app(settings)) as client:
-        assert client.app.state.worker.wait_ready(60)
-        yield client
 
 
 TP = {"layout": "all", "hidden": 32, "ffn_multiple": 2, "batch": 2, "seq_len": 4, "heads": 2}
