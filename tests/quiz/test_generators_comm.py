@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from app.calc.model import PRESETS, count_params
@@ -14,7 +12,6 @@ from app.quiz.generators.comm import (
     PRESET_ORDER,
     STRATEGY_ORDER,
 )
-from tests.quiz.generated_items import all_inputs, generated_items
 
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = (
     COLLECTIVE_ORDER.index(k) for k in ("all_reduce", "reduce_scatter", "all_gather")
@@ -85,13 +82,3 @@ def test_step_time_bounds_bracket_compute_plus_communication() -> None:
     none = step({**base, "overlap": 1}).answer
     assert perfect == pytest.approx(max(1.0, none - 1.0))
     assert none > perfect >= 1.0
-
-
-@pytest.mark.parametrize("item", generated_items("comm"), ids=lambda item: item["id"])
-def test_every_comm_item_is_answerable_across_its_choices(item: dict) -> None:
-    generator = GENERATORS[item["generator"]]
-    for inputs in all_inputs(item):
-        solution = generator(inputs)
-        assert math.isfinite(solution.answer) and solution.answer > 0, (item["id"], inputs)
-        item["prompt"].format(**solution.prompt_fields)  # every placeholder is filled
-        assert len(solution.steps_latex) >= 2

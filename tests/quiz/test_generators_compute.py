@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from app.quiz.generators import GENERATORS
-from tests.quiz.generated_items import all_inputs, generated_items
 
 
 def test_gpt3_training_flops_is_6nd() -> None:
@@ -37,15 +34,3 @@ def test_mfu_counts_6n_and_hfu_8n_under_full_recompute() -> None:
     hfu = GENERATORS["compute.hfu_percent"](inputs).answer
     assert mfu == pytest.approx(100 * 1e6 * 6 * 70e9 / (2048 * 989.4e12))
     assert hfu == pytest.approx(mfu * 8 / 6)
-
-
-@pytest.mark.parametrize("item", generated_items("compute"), ids=lambda item: item["id"])
-def test_every_compute_item_is_answerable_across_its_choices(item: dict) -> None:
-    generator = GENERATORS[item["generator"]]
-    for inputs in all_inputs(item):
-        solution = generator(inputs)
-        assert math.isfinite(solution.answer) and solution.answer > 0, (item["id"], inputs)
-        if item["unit"] == "%":
-            assert solution.answer <= 100, (item["id"], inputs)
-        prompt = item["prompt"].format(**solution.prompt_fields)
-        assert "{" not in prompt and len(solution.steps_latex) >= 2, (item["id"], inputs)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from app.quiz.generators import GENERATORS
 from app.quiz.generators.pipeline import SCHEDULE_ORDER
-from tests.quiz.generated_items import all_inputs, generated_items
 
 GPIPE, ONE_F_ONE_B, INTERLEAVED, ZB_H1 = (
     SCHEDULE_ORDER.index(s) for s in ("gpipe", "1f1b", "interleaved", "zb-h1")
@@ -64,13 +61,3 @@ def test_first_stage_holds_m_micro_batches_under_gpipe_and_p_under_1f1b(
         {"schedule": schedule, "pp": 4, "microbatches": 16}
     )
     assert solution.answer == peak
-
-
-@pytest.mark.parametrize("item", generated_items("pipeline"), ids=lambda item: item["id"])
-def test_every_pipeline_item_is_answerable_across_its_choices(item: dict) -> None:
-    generator = GENERATORS[item["generator"]]
-    for inputs in all_inputs(item):
-        solution = generator(inputs)
-        assert math.isfinite(solution.answer) and solution.answer > 0, (item["id"], inputs)
-        item["prompt"].format(**solution.prompt_fields)
-        assert len(solution.steps_latex) >= 2

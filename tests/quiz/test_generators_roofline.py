@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from app.quiz.generators import GENERATORS
-from tests.quiz.generated_items import all_inputs, generated_items
 
 
 @pytest.mark.parametrize(("gpu", "expected"), [(0, 295), (5, 240)])
@@ -37,13 +34,3 @@ def test_decode_at_batch_one_reaches_about_the_bandwidth_in_flops() -> None:
     solution = GENERATORS["roofline.matmul_attainable_tflops"]({"b": 1, "d": 8192, "f": 8192})
     intensity = 2 * 8192 * 8192 / (2 * (8192 + 8192 * 8192 + 8192))
     assert solution.answer == pytest.approx(intensity * 3.35)
-
-
-@pytest.mark.parametrize("item", generated_items("roofline"), ids=lambda item: item["id"])
-def test_every_roofline_item_is_answerable_across_its_choices(item: dict) -> None:
-    generator = GENERATORS[item["generator"]]
-    for inputs in all_inputs(item):
-        solution = generator(inputs)
-        assert math.isfinite(solution.answer) and solution.answer > 0, (item["id"], inputs)
-        prompt = item["prompt"].format(**solution.prompt_fields)
-        assert "{" not in prompt and len(solution.steps_latex) >= 2, (item["id"], inputs)
