@@ -83,13 +83,18 @@ def young_interval(checkpoint_s: float, mtbf_s: float) -> float:
     return math.sqrt(2 * checkpoint_s * mtbf_s)
 
 
+def daly_ratio(checkpoint_s: float, mtbf_s: float) -> float:
+    """x = C / (2M), the ratio Daly's (2006) higher-order interval is expanded in."""
+    return checkpoint_s / (2 * mtbf_s)
+
+
 def daly_interval(checkpoint_s: float, mtbf_s: float) -> float:
     """Daly (2006): sqrt(2CM)[1 + (1/3)sqrt(C/2M) + (1/9)(C/2M)] - C for C < 2M, else M."""
     if checkpoint_s <= 0 or mtbf_s <= 0:
         raise ValueError("the checkpoint time and the MTBF must be positive")
     if checkpoint_s >= 2 * mtbf_s:
         return mtbf_s
-    x = checkpoint_s / (2 * mtbf_s)
+    x = daly_ratio(checkpoint_s, mtbf_s)
     return math.sqrt(2 * checkpoint_s * mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - checkpoint_s
 
 

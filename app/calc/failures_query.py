@@ -75,10 +75,16 @@ class FailuresQuery(BaseModel):
             raise ValueError(f"These inputs cannot be computed: {exc}") from None
         return self
 
-    def unit_mtbf_s(self) -> float:
+    def rate_period_s(self) -> float | None:
+        """The period a failure count is given over; None when the rate is an MTBF."""
         if self.rate_kind == "mtbf_hours":
+            return None
+        return MONTH if self.rate_kind == "per_unit_per_month" else DAY
+
+    def unit_mtbf_s(self) -> float:
+        period = self.rate_period_s()
+        if period is None:
             return self.rate * HOUR
-        period = MONTH if self.rate_kind == "per_unit_per_month" else DAY
         return mtbf_from_rate(self.rate, period)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
+from app.calc.failures import HOUR, daly_ratio
 from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
@@ -88,6 +89,9 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
         "query": query,
         "values": query.model_dump(),
         "r": r,
+        # The figures the step-by-step formulas show, from the calculator, not the template.
+        "period_h": None if (period := query.rate_period_s()) is None else period / HOUR,
+        "daly_x": daly_ratio(query.checkpoint_minutes * 60, r["job_mtbf_s"]),
         "duration": minutes,
         "tex": latex_number,
         "chart_json": json.dumps(chart),

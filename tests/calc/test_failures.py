@@ -14,6 +14,7 @@ from app.calc.failures import (
     LLAMA3_405B,
     MONTH,
     daly_interval,
+    daly_ratio,
     goodput,
     job_mtbf,
     job_probability,
@@ -23,6 +24,7 @@ from app.calc.failures import (
     window_probability,
     young_interval,
 )
+from app.calc.failures_query import FailuresQuery
 
 MIN = 60.0
 
@@ -155,3 +157,10 @@ def test_goodput_peaks_at_youngs_interval(c: float, r: float, m: float) -> None:
     assert best >= goodput(tau / 2, c, r, m)
     assert best >= goodput(2 * tau, c, r, m)
     assert 0 <= best <= 1
+
+
+def test_daly_ratio_is_c_over_2m_and_the_rate_period_follows_the_rate_kind() -> None:
+    assert daly_ratio(6 * 60, 3 * HOUR) == pytest.approx(1 / 60)  # 6 min / (2 x 180 min)
+    query = FailuresQuery(rate_kind="per_unit_per_month", rate=0.5)
+    assert query.rate_period_s() == MONTH == 720 * HOUR
+    assert FailuresQuery(rate_kind="mtbf_hours", rate=1000).rate_period_s() is None
