@@ -286,6 +286,16 @@ def timeline_summary(setup: PipelineSetup, timeline: list[list[Block]]) -> Simul
     )
 
 
+def interleaved_first_stage_in_flight(stages: int, virtual_stages: int) -> float:
+    """Micro-batches' worth of activations the first stage holds under interleaved 1F1B.
+
+    p (1 + (p - 1) / (p v)): Korthikanti et al., arXiv:2205.05198, Section 4.2.3, from
+    Megatron's warm-up of 2(p - 1) + (v - 1) p chunk-forwards.
+    """
+    p, v = stages, virtual_stages
+    return p * (1 + (p - 1) / (p * v))
+
+
 def peak_in_flight(row: list[Block], setup: PipelineSetup) -> float:
     """Most micro-batches whose forward has run on this stage and whose backward has not.
 

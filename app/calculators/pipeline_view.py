@@ -12,6 +12,7 @@ from app.calc.pipeline import (
     ClosedForm,
     Simulation,
     closed_form,
+    interleaved_first_stage_in_flight,
     schedule_problems,
     simulate,
 )
@@ -66,6 +67,8 @@ class PipelineView:
     others: list[Gantt]  # every schedule, small, for comparison
     compared: dict[str, Simulation]  # the same schedules' simulations, by name
     notes: list[str]  # schedules the comparison cannot draw, and why
+    # Korthikanti's closed form for stage 0, shown beside the simulation (interleaved only)
+    interleaved_in_flight: float | None = None
 
 
 def _tick_step(total: float) -> float:
@@ -178,4 +181,9 @@ def pipeline_view(query: PipelineQuery) -> PipelineView:
         others=others,
         compared=compared,
         notes=notes,
+        interleaved_in_flight=(
+            interleaved_first_stage_in_flight(query.pp, query.virtual_stages)
+            if query.schedule == "interleaved"
+            else None
+        ),
     )

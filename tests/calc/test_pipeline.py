@@ -329,3 +329,12 @@ def test_text_gantt_by_hand() -> None:
         "stage  1 F  |.12......|",
         "stage  1 BW |...1122..|",
     ]
+
+
+def test_interleaved_first_stage_holds_korthikantis_closed_form() -> None:
+    from app.calc.pipeline import PipelineSetup, interleaved_first_stage_in_flight, simulate
+
+    # p (1 + (p-1)/(p v)) = 4 (1 + 3/8) = 5.5 micro-batches' worth, as the simulation finds
+    assert interleaved_first_stage_in_flight(4, 2) == 5.5
+    setup = PipelineSetup(schedule="interleaved", stages=4, microbatches=8, chunks=2)
+    assert simulate(setup).peak_in_flight[0] == 5.5

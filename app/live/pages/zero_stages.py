@@ -73,6 +73,11 @@ class ZeroPrediction:
         return len(self.shapes)
 
     @property
+    def adam_step_bytes(self) -> int:
+        """Adam's `step` scalars, one per parameter tensor (no elements of m or v)."""
+        return adam_state_bytes(0, self.tensor_count)
+
+    @property
     def model_bytes(self) -> int:
         return FP32_BYTES * self.param_count
 
