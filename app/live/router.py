@@ -29,7 +29,7 @@ from app.live.pages import DEMO_PAGES
 from app.live.queue import JobQueue, QueueBusy
 from app.live.runs import finish_run, get_run, start_run
 from app.live.worker_client import WorkerClient, WorkerUnavailable
-from app.ratelimit import DemoLaunchCheck, count_demo_launch
+from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
 from app.templating import templates
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _owner(request: Request) -> str:
     user_id = request.session.get("user_id")
     if user_id is not None:
         return f"user:{user_id}"
-    return f"address:{request.client.host if request.client else 'unknown'}"
+    return f"address:{client_address(request)}"
 
 
 def _render(request: Request, template: str, **context: Any) -> str:
