@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -12,8 +12,14 @@ Model = TypeVar("Model", bound=BaseModel)
 
 def friendly_errors(exc: ValidationError, labels: Mapping[str, str]) -> list[str]:
     """'Data-parallel degree: must be at least 1' rather than pydantic's raw error list."""
+    return error_messages(exc.errors(), labels)
+
+
+def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
+    """friendly_errors for a list of pydantic error dicts (FastAPI's RequestValidationError
+    holds such a list, not a ValidationError)."""
     messages = []
-    for error in exc.errors():
+    for error in errors:
         field = str(error["loc"][0]) if error["loc"] else ""
         label = labels.get(field, field or "Input")
         ctx = error.get("ctx") or {}

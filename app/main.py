@@ -27,6 +27,7 @@ from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
+from app.errors import refusal, register_error_pages
 from app.live.queue import JobQueue
 from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
@@ -115,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         read_timeout_s=settings.demo_stall_timeout_s,
     )
 
+    register_error_pages(app)  # first: its 500 page is made inside the middleware below
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.session_secret,
@@ -142,11 +144,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(CsrfRefused)
     async def _csrf_refused(request: Request, exc: CsrfRefused) -> Response:
-        return _refusal(request, exc.message, 403)
+        return refusal(request, exc.message, 403)
 
     @app.exception_handler(RateLimited)
     async def _rate_limited(request: Request, exc: RateLimited) -> Response:
-        response = _refusal(request, exc.message, 429)
+        response = refusal(request, exc.message, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
 
@@ -175,11 +177,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     return app
-
-
-def _refusal(request: Request, message: str, status: int) -> Response:
-    """A refused request in words: a fragment for htmx to swap in, a page otherwise."""
-    template = "_refusal.html" if request.headers.get("HX-Request") == "true" else "refused.html"
-    return templates.TemplateResponse(
-        request, template, {"message": message}, status_code=status
-    )

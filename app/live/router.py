@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
+from app.errors import is_htmx
 from app.forms import parse_form
 from app.live.demo_page import DemoPage
 from app.live.models import DemoRun
@@ -73,6 +74,20 @@ def _errors(request: Request, errors: list[str], status_code: int) -> HTMLRespon
     return templates.TemplateResponse(
         request, "demos/_run_errors.html", {"errors": errors}, status_code=status_code
     )
+
+
+# A run takes seconds and a worker restarts in a few; the 503 page says "in a minute".
+RETRY_AFTER = {"Retry-After": "60"}
+
+
+def _unavailable(request: Request, message: str) -> HTMLResponse:
+    """The run panel's 503: htmx swaps the reason in under the form; a request without htmx
+    (the form sent with JavaScript off) gets the 503 page from app/errors.py."""
+    if not is_htmx(request):
+        raise HTTPException(503, message, headers=RETRY_AFTER)
+    response = _errors(request, [message], 503)
+    response.headers.update(RETRY_AFTER)
+    return response
 
 
 @router.get("", response_class=HTMLResponse, include_in_schema=False)
@@ -197,12 +212,12 @@ def add_demo_routes(page: DemoPage) -> None:
         try:
             _queue(request).check(_owner(request))
         except QueueBusy as exc:
-            return _errors(request, [str(exc)], 503)
+            return _unavailable(request, str(exc))
         await ensure_worker(request)
         try:
             status = await _client(request).status(timeout_s=30.0)
         except WorkerUnavailable as exc:
-            return _errors(request, [str(exc)], 503)
+            return _unavailable(request, str(exc))
         world_size = int(status["world_size"])
         stream_url = f"{page.path}/stream?" + urlencode(params.model_dump())
         context = {
@@ -226,7 +241,7 @@ def add_demo_routes(page: DemoPage) -> None:
         try:
             _queue(request).check(_owner(request))
         except QueueBusy as exc:
-            raise HTTPException(503, str(exc)) from exc
+            raise HTTPException(503, str(exc), headers=RETRY_AFTER) from exc
         count_demo_launch(request)  # only a launch that will run counts
         return params
 

@@ -1,0 +1,153 @@
+"""Error pages: what went wrong in words and a way back, in the site's layout.
+
+Who gets what, for an HTTPException, a request that fails validation, or a crash:
+  a path under /api/               JSON, as FastAPI writes it ({"detail": ...})
+  htmx (HX-Request: true)          _refusal.html, a fragment htmx 4 swaps in (it swaps 4xx/5xx)
+  a browser (Accept: text/html)    templates/errors/<status>.html, or errors/error.html
+  anything else (curl, scripts)    JSON, as FastAPI writes it
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import (
+    http_exception_handler,
+    request_validation_exception_handler,
+)
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.utils import is_body_allowed_for_status_code
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.forms import error_messages
+from app.logs import request_id
+from app.templating import templates
+
+log = logging.getLogger(__name__)
+
+# Statuses with a page of their own; any other status gets errors/error.html.
+PAGES = {404, 405, 422, 500, 503}
+# Said when whoever raised the error gave no message of their own (only the status phrase).
+MESSAGES = {
+    404: "There is no page at this address: the link may be old or mistyped.",
+    422: "Some of what was sent could not be used:",
+    503: "This is not available just now.",
+}
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _wants_json(request: Request) -> bool:
+    if request.url.path.startswith("/api/"):
+        return True
+    return not is_htmx(request) and "text/html" not in request.headers.get("accept", "")
+
+
+def _fragment_or_page(
+    request: Request,
+    page: str,
+    status: int,
+    context: dict[str, object],
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    template = "_refusal.html" if is_htmx(request) else page
+    return templates.TemplateResponse(
+        request, template, context, status_code=status, headers=headers
+    )
+
+
+def refusal(request: Request, message: str, status: int) -> Response:
+    """A refused request (CSRF, rate limit) in words: a fragment for htmx, a page otherwise."""
+    return _fragment_or_page(request, "refused.html", status, {"message": message})
+
+
+def _error_page(
+    request: Request,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    **context: object,
+) -> Response:
+    """The error in the site's layout, or a fragment for htmx to swap in; never JSON."""
+    page = f"errors/{status}.html" if status in PAGES else "errors/error.html"
+    title = HTTPStatus(status).phrase
+    context = {"status_code": status, "title": title, "message": message, **context}
+    return _fragment_or_page(request, page, status, context, headers)
+
+
+def _in_words(request: Request, exc: HTTPException) -> str:
+    # Starlette's default detail is the bare status phrase: say more than "Not Found".
+    if isinstance(exc.detail, str) and exc.detail != HTTPStatus(exc.status_code).phrase:
+        return exc.detail[:1].upper() + exc.detail[1:]  # details are written to follow a colon
+    if exc.status_code == 405:
+        return f"This address does not take {request.method} requests."
+    return MESSAGES.get(exc.status_code, f"{HTTPStatus(exc.status_code).phrase}.")
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    if _wants_json(request) or not is_body_allowed_for_status_code(exc.status_code):
+        return await http_exception_handler(request, exc)
+    # Starlette's 405 names the methods the route takes in its Allow header.
+    allow = (exc.headers or {}).get("Allow", "")
+    allowed = [method.strip() for method in allow.split(",") if method.strip()]
+    message = _in_words(request, exc)
+    return _error_page(request, exc.status_code, message, exc.headers, allowed=allowed)
+
+
+async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+    if _wants_json(request):
+        return await request_validation_exception_handler(request, exc)
+    # loc starts with where the field was (query, body, path); its name is what a person fixes.
+    errors = [{**error, "loc": tuple(error["loc"][1:])} for error in exc.errors()]
+    return _error_page(request, 422, MESSAGES[422], problems=error_messages(errors, {}))
+
+
+def _server_error(request: Request) -> Response:
+    if _wants_json(request):
+        return JSONResponse({"detail": HTTPStatus(500).phrase}, status_code=500)
+    message = f"Something went wrong on our side; it is logged as request {request_id.get()}."
+    return _error_page(request, 500, message)
+
+
+def unhandled_errors(app: ASGIApp) -> ASGIApp:
+    """Middleware: an exception no handler took becomes the 500 page (or JSON), logged with
+    its request.
+
+    Not an exception handler for Exception: Starlette runs that one in ServerErrorMiddleware,
+    outside every middleware, so its log line would lack the request id and its page the
+    session and the security headers.
+    """
+
+    async def answer_crashes(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        started = False
+
+        async def send_noting_start(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, send_noting_start)
+        except Exception:
+            log.exception("unhandled error in %s %s", scope["method"], scope["path"])
+            if started:
+                raise  # a response is half sent: only the server can end it (it drops the line)
+            await _server_error(Request(scope, receive))(scope, receive, send)
+
+    return answer_crashes
+
+
+def register_error_pages(app: FastAPI) -> None:
+    """Call before adding any other middleware: the 500 page is made inside all of them."""
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_middleware(unhandled_errors)
