@@ -1,4 +1,5 @@
-"""Accounts: a username, an argon2 hash, and what an admin may set: the admin flag, disabled."""
+"""Accounts: a username, an argon2 hash, and what an admin may set: the admin flag, disabled.
+Invite codes, and who redeemed each, for SHARDLAB_REGISTRATION=invite."""
 
 from __future__ import annotations
 
@@ -19,3 +20,29 @@ class User(SQLModel, table=True):
     is_admin: bool = False
     # A disabled user cannot log in, and an existing session stops working.
     disabled: bool = False
+
+
+class Invite(SQLModel, table=True):
+    """A code that lets `max_uses` people register until it expires or is revoked."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    # Kept as written, not hashed: the admin page lists live codes so the admin can send one
+    # again, and a code only opens the register form, a few times, for a few days. Whoever
+    # can read this table reads the data directory, which holds the secret key as well.
+    code: str = Field(index=True, unique=True, max_length=40)
+    created_at: datetime = Field(default_factory=utc_now)
+    expires_at: datetime
+    max_uses: int = 1
+    uses: int = 0
+    # None: made with the admin CLI, which acts as no web user.
+    created_by: int | None = Field(default=None, foreign_key="user.id")
+    revoked_at: datetime | None = None
+
+
+class InviteUse(SQLModel, table=True):
+    """Who registered with which code: one row per account an invite made."""
+
+    # An account is made once, so it redeems at most one code.
+    user_id: int = Field(foreign_key="user.id", primary_key=True)
+    invite_id: int = Field(foreign_key="invite.id", index=True)
+    used_at: datetime = Field(default_factory=utc_now)

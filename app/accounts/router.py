@@ -8,17 +8,17 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from app.accounts.invites import invite_problem
+from app.accounts.invites import InviteRefused, invite_problem
 from app.accounts.models import User
 from app.accounts.schemas import LABELS, Credentials
+from app.accounts.service import UsernameTaken, create_account
 from app.config import Settings
 from app.db import SessionDep
 from app.forms import parse_form
 from app.ratelimit import SlidingWindow, client_address, wait_message
-from app.security import hash_password, log_in, log_out, verify_password
+from app.security import log_in, log_out, verify_password
 from app.templating import templates
 
 log = logging.getLogger(__name__)
@@ -110,28 +110,19 @@ def register(
     if wait:
         return _too_many(request, "register", wait, "new accounts", username, next_path)
     creds, errors = parse_form(Credentials, {"username": username, "password": password}, LABELS)
-    if settings.registration == "invite":
-        problem = invite_problem(settings.session_secret, invite)
+    invite_code = invite if settings.registration == "invite" else None
+    if invite_code is not None:
+        # Checked here too, so every problem with the form is reported at once; the code is
+        # checked again, and spent, when the account is written.
+        problem = invite_problem(session, invite_code)
         if problem:
             errors.append(problem)
     if creds is None or errors:
         return _form(request, "register", errors, 422, username.strip(), next_path, invite)
-    user = User(username=creds.username, password_hash=hash_password(creds.password))
-    session.add(user)
     try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        return _form(
-            request,
-            "register",
-            ["Username: already taken, pick another"],
-            422,
-            creds.username,
-            next_path,
-            invite,
-        )
-    session.refresh(user)
+        user = create_account(session, creds, invite_code)
+    except (UsernameTaken, InviteRefused) as exc:  # taken or used up since the checks above
+        return _form(request, "register", [str(exc)], 422, creds.username, next_path, invite)
     log.info("registered user %s (id %s)", user.username, user.id)
     log_in(request, user)
     return RedirectResponse(next_path, status_code=303)

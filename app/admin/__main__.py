@@ -12,10 +12,12 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import Session
 
-from app.accounts.invites import MAX_DAYS, make_invite
+from app.accounts import invites
+from app.accounts.invites import MAX_DAYS, MAX_USES
 from app.admin import service
 from app.admin.backup import (
     BackupError,
@@ -47,6 +49,19 @@ def _with_session(settings: Settings, action: Callable[[Session], int]) -> int:
             return action(session)
     finally:
         engine.dispose()
+
+
+def _print_rows(
+    rows: list[dict[str, Any]], as_json: bool, header: str, line: Callable[[dict[str, Any]], str]
+) -> int:
+    """--json prints the rows as they are, for scripts; otherwise a header and a line each."""
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(header)
+    for r in rows:
+        print(line(r))
+    return 0
 
 
 def cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,32 +122,80 @@ def cmd_list_users(args: argparse.Namespace, settings: Settings) -> int:
             }
             for u in users
         ]
-        if args.json:
-            print(json.dumps(rows, indent=2))
-            return 0
-        print(f"{'id':>4}  {'username':<40} {'admin':<5} {'disabled':<8} created")
-        for r in rows:
-            print(
+        header = f"{'id':>4}  {'username':<40} {'admin':<5} {'disabled':<8} created"
+
+        def line(r: dict[str, Any]) -> str:
+            return (
                 f"{r['id']:>4}  {r['username']:<40} {'yes' if r['admin'] else '':<5} "
                 f"{'yes' if r['disabled'] else '':<8} {r['created_at']}"
             )
-        return 0
+
+        return _print_rows(rows, args.json, header, line)
 
     return _with_session(settings, action)
 
 
-def cmd_invite(args: argparse.Namespace, settings: Settings) -> int:
-    code, expires = make_invite(settings.session_secret, args.days)
-    print(code)
-    base = args.base_url.rstrip("/")
-    print(f"valid until {expires:%Y-%m-%d %H:%M} UTC; link: {base}/register?invite={code}")
+def cmd_create_invite(args: argparse.Namespace, settings: Settings) -> int:
+    def action(session: Session) -> int:
+        # No web user is behind a CLI invite: created_by stays empty and lists as "CLI".
+        invite = invites.make_invite(session, None, args.days, args.uses)
+        print(invite.code)
+        base = args.base_url.rstrip("/")
+        print(
+            f"valid until {invite.expires_at:%Y-%m-%d %H:%M} UTC for {invite.max_uses} "
+            f"account(s); link: {base}/register?invite={invite.code}"
+        )
+        return 0
+
     if settings.registration != "invite":
         print(
             f"note: registration is {settings.registration!r}; invite codes are asked for "
             "only when SHARDLAB_REGISTRATION=invite",
             file=sys.stderr,
         )
-    return 0
+    return _with_session(settings, action)
+
+
+def cmd_list_invites(args: argparse.Namespace, settings: Settings) -> int:
+    def action(session: Session) -> int:
+        rows = [
+            {
+                "id": i.invite.id,
+                "code": i.invite.code,
+                "status": i.status,
+                "uses": i.invite.uses,
+                "max_uses": i.invite.max_uses,
+                "made_by": i.made_by,
+                "used_by": i.used_by,
+                "created_at": i.invite.created_at.isoformat(timespec="seconds"),
+                "expires_at": i.invite.expires_at.isoformat(timespec="seconds"),
+                "revoked_at": i.invite.revoked_at and i.invite.revoked_at.isoformat("T", "seconds"),
+            }
+            for i in invites.list_invites(session)
+        ]
+        header = (
+            f"{'id':>4}  {'code':<16}  {'status':<8} {'uses':>7}  {'expires (UTC)':<16}  used by"
+        )
+
+        def line(r: dict[str, Any]) -> str:
+            return (
+                f"{r['id']:>4}  {r['code']:<16}  {r['status']:<8} "
+                f"{r['uses']:>3}/{r['max_uses']:<3}  {r['expires_at'][:16]:<16}  "
+                f"{', '.join(r['used_by']) or '-'}"
+            )
+
+        return _print_rows(rows, args.json, header, line)
+
+    return _with_session(settings, action)
+
+
+def cmd_revoke_invite(args: argparse.Namespace, settings: Settings) -> int:
+    def action(session: Session) -> int:
+        invite = invites.revoke_invite(session, service.find_invite(session, args.code_or_id))
+        print(f"invite {invite.id} ({invite.code}): revoked")
+        return 0
+
+    return _with_session(settings, action)
 
 
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
@@ -174,8 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, handler: Callable, help_: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, help=help_, description=help_)
+    def add(
+        name: str, handler: Callable, help_: str, aliases: Sequence[str] = ()
+    ) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_, description=help_, aliases=list(aliases))
         cmd.set_defaults(handler=handler)
         return cmd
 
@@ -205,13 +270,28 @@ def build_parser() -> argparse.ArgumentParser:
     with_password(cmd)
     cmd = add("list-users", cmd_list_users, "list every account")
     cmd.add_argument("--json", action="store_true", help="print JSON")
-    cmd = add("invite", cmd_invite, "print a new invite code (for SHARDLAB_REGISTRATION=invite)")
+    cmd = add(
+        "create-invite",
+        cmd_create_invite,
+        "make an invite code and print it with its link (for SHARDLAB_REGISTRATION=invite)",
+        aliases=["invite"],  # its name before codes were stored
+    )
     cmd.add_argument(
         "--days", type=int, default=7, help=f"days it stays valid, 1 to {MAX_DAYS} (default 7)"
     )
     cmd.add_argument(
+        "--uses",
+        type=int,
+        default=1,
+        help=f"accounts it can make, 1 to {MAX_USES} (default 1: single-use)",
+    )
+    cmd.add_argument(
         "--base-url", default="http://127.0.0.1:8000", help="the server's address, for the link"
     )
+    cmd = add("list-invites", cmd_list_invites, "list every invite code, its status and users")
+    cmd.add_argument("--json", action="store_true", help="print JSON")
+    cmd = add("revoke-invite", cmd_revoke_invite, "stop an invite code working, at once")
+    cmd.add_argument("code_or_id", metavar="CODE_OR_ID", help="the code, or its id in list-invites")
     cmd = add(
         "backup",
         cmd_backup,

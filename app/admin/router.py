@@ -8,8 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.accounts.invites import MAX_DAYS, make_invite
-from app.accounts.models import User
+from app.accounts import invites
+from app.accounts.invites import MAX_DAYS, MAX_USES
+from app.accounts.models import Invite, User
 from app.admin import service
 from app.db import SessionDep
 from app.live.worker_client import WorkerUnavailable
@@ -44,9 +45,17 @@ async def admin_page(request: Request, admin: AdminUser, session: SessionDep) ->
             "users": service.all_users(session),
             "registration": request.app.state.settings.registration,
             "max_days": MAX_DAYS,
+            "max_uses": MAX_USES,
             "usernames": {u.id: u.username for u in service.all_users(session)},
+            "invites": invites.list_invites(session),
+            "register_url": _register_url(request),
         },
     )
+
+
+def _register_url(request: Request) -> str:
+    # Templates add ?invite=CODE; codes are URL-safe, so nothing needs quoting.
+    return str(request.url_for("register_form"))
 
 
 def _partial(request: Request) -> bool:
@@ -77,13 +86,41 @@ def set_user_disabled(
 
 @router.post("/invites", response_class=HTMLResponse)
 def create_invite(
-    request: Request, admin: AdminUser, days: Annotated[int, Form(ge=1, le=MAX_DAYS)] = 7
+    request: Request,
+    admin: AdminUser,
+    session: SessionDep,
+    days: Annotated[int, Form(ge=1, le=MAX_DAYS)] = 7,
+    uses: Annotated[int, Form(ge=1, le=MAX_USES)] = 1,
 ) -> HTMLResponse:
-    code, expires = make_invite(request.app.state.settings.session_secret, days)
-    log.info("admin %s made an invite code valid for %d days", admin.username, days)
-    link = str(request.url_for("register_form").include_query_params(invite=code))
+    invite = invites.make_invite(session, admin.id, days, uses)
+    log.info("admin %s made invite %s: %d uses, %d days", admin.username, invite.id, uses, days)
+    # htmx gets the new code and, swapped out of band, the list with it in.
+    partial = _partial(request)
     return templates.TemplateResponse(
         request,
-        "admin/_invite.html" if _partial(request) else "admin/invite.html",
-        {"code": code, "expires": expires, "link": link},
+        "admin/_invite.html" if partial else "admin/invite.html",
+        {
+            "invite": invite,
+            "register_url": _register_url(request),
+            "invites": invites.list_invites(session) if partial else None,
+        },
     )
+
+
+@router.post("/invites/{invite_id}/revoke", response_class=HTMLResponse)
+def revoke_invite(
+    request: Request, invite_id: int, admin: AdminUser, session: SessionDep
+) -> Response:
+    invite = session.get(Invite, invite_id)
+    if invite is None:
+        raise HTTPException(404, "no such invite")
+    invites.revoke_invite(session, invite)
+    log.info("admin %s revoked invite %s", admin.username, invite_id)
+    if _partial(request):
+        (listing,) = invites.list_invites(session, invite_id)
+        return templates.TemplateResponse(
+            request,
+            "admin/_invite_row.html",
+            {"i": listing, "register_url": _register_url(request)},
+        )
+    return RedirectResponse("/admin", status_code=303)

@@ -1,13 +1,14 @@
-"""What an admin does to accounts, shared by the admin page and the admin CLI."""
+"""What an admin does to accounts and invite codes, shared by the admin page and the admin CLI."""
 
 from __future__ import annotations
 
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app.accounts.models import User
+from app.accounts import invites
+from app.accounts.models import Invite, User
 from app.accounts.schemas import LABELS, Credentials
+from app.accounts.service import UsernameTaken, create_account
 from app.forms import friendly_errors
 from app.live.models import DemoRun
 from app.security import hash_password
@@ -26,17 +27,10 @@ def _credentials(username: str, password: str) -> Credentials:
 
 def create_user(session: Session, username: str, password: str, is_admin: bool = False) -> User:
     creds = _credentials(username, password)
-    user = User(
-        username=creds.username, password_hash=hash_password(creds.password), is_admin=is_admin
-    )
-    session.add(user)
     try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
+        return create_account(session, creds, is_admin=is_admin)
+    except UsernameTaken:
         raise AdminError(f"a user called {creds.username!r} exists already") from None
-    session.refresh(user)
-    return user
 
 
 def find_user(session: Session, username: str) -> User:
@@ -69,6 +63,16 @@ def reset_password(session: Session, user: User, password: str) -> User:
     session.commit()
     session.refresh(user)
     return user
+
+
+def find_invite(session: Session, code_or_id: str) -> Invite:
+    """By its code, or by the id `list-invites` shows."""
+    invite = invites.find_invite(session, code_or_id)
+    if invite is None and code_or_id.strip().isdigit():
+        invite = session.get(Invite, int(code_or_id))
+    if invite is None:
+        raise AdminError(f"no invite with the code or id {code_or_id!r}")
+    return invite
 
 
 def all_users(session: Session) -> list[User]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.accounts.invites import make_invite
-from app.accounts.models import User
+from app.accounts.models import Invite, User
 from app.main import create_app
 from tests.utils import csrf_token, log_out, make_settings, register
 
@@ -30,38 +31,71 @@ def test_closed_registration_refuses_and_says_so(tmp_path: Path) -> None:
             assert session.exec(select(User)).all() == []
 
 
-def test_invite_only_registration_needs_a_valid_unexpired_code(tmp_path: Path) -> None:
+def _invite(client: TestClient, max_uses: int = 1) -> str:
+    with Session(client.app.state.engine) as session:
+        return make_invite(session, None, days=7, max_uses=max_uses).code
+
+
+def test_invite_only_registration_needs_a_stored_code(tmp_path: Path) -> None:
     with _app(tmp_path, registration="invite") as client:
         page = client.get("/register?invite=abc")
         assert 'name="invite"' in page.text and 'value="abc"' in page.text
         missing = _register(client, "ada")
         assert missing.status_code == 422 and "paste your code" in missing.text
-        forged, _ = make_invite("another-servers-secret", 7)
-        assert "not valid here" in _register(client, "ada", invite=forged).text
-        code, _ = make_invite("test-secret-key", 7)
+        assert "not valid here" in _register(client, "ada", invite="made-up-code").text
+        code = _invite(client)
         assert _register(client, "ada", invite=code).status_code == 303
         log_out(client)
-        # A code works for everyone it is given to until it expires.
-        assert _register(client, "bob", invite=code).status_code == 303
+        # Single-use: the next person is told so, on the form.
+        refused = _register(client, "bob", invite=code)
+        assert refused.status_code == 422 and "used up (it was good for 1 account)" in refused.text
+        assert 'value="bob"' in refused.text
+        with Session(client.app.state.engine) as session:
+            assert [u.username for u in session.exec(select(User))] == ["ada"]
 
 
-def test_an_expired_invite_is_refused(tmp_path: Path, monkeypatch) -> None:
-    import app.accounts.invites as invites
+def test_a_taken_username_does_not_spend_the_invite(tmp_path: Path) -> None:
+    with _app(tmp_path, registration="invite") as client:
+        code = _invite(client, max_uses=2)
+        assert _register(client, "ada", invite=code).status_code == 303
+        log_out(client)
+        taken = _register(client, "ada", invite=code)
+        assert taken.status_code == 422 and "already taken" in taken.text
+        with Session(client.app.state.engine) as session:
+            assert session.exec(select(Invite)).one().uses == 1
 
-    code, _ = make_invite("test-secret-key", 1)
-    real_now = invites.datetime.now
-    monkeypatch.setattr(
-        invites,
-        "datetime",
-        type(
-            "FakeDatetime",
-            (),
-            {"now": staticmethod(lambda tz: real_now(tz) + invites.timedelta(days=2))},
-        ),
-    )
-    assert invites.invite_problem("test-secret-key", code) == (
-        "Invite code: expired; ask the admin for a new one"
-    )
+
+def test_two_people_racing_for_one_single_use_code_get_one_account(tmp_path: Path) -> None:
+    with _app(tmp_path, registration="invite") as first:
+        code = _invite(first)
+        # A second browser: its own cookies and CSRF token, the same app and database.
+        second = TestClient(first.app)
+        forms = [(first, "ada"), (second, "bob")]
+        tokens = [csrf_token(client) for client, _ in forms]
+        start = threading.Barrier(2)
+        statuses: dict[str, int] = {}
+
+        def post(client: TestClient, name: str, token: str) -> None:
+            data = {"username": name, "password": "correct horse", "csrf_token": token}
+            start.wait(timeout=10)
+            response = client.post(
+                "/register", data={**data, "invite": code}, follow_redirects=False
+            )
+            statuses[name] = response.status_code
+
+        threads = [
+            threading.Thread(target=post, args=(client, name, token))
+            for (client, name), token in zip(forms, tokens, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert sorted(statuses.values()) == [303, 422]
+        with Session(first.app.state.engine) as session:
+            (user,) = session.exec(select(User)).all()
+            assert statuses[user.username] == 303
+            assert session.exec(select(Invite)).one().uses == 1
 
 
 def test_a_disabled_user_cannot_log_in_and_their_session_stops(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -41,7 +42,16 @@ def test_help_runs_as_a_module() -> None:
         [sys.executable, "-m", "app.admin", "--help"], cwd=ROOT_DIR, capture_output=True, text=True
     )
     assert result.returncode == 0
-    for command in ("create-admin", "disable", "reset-password", "invite", "backup", "restore"):
+    for command in (
+        "create-admin",
+        "disable",
+        "reset-password",
+        "create-invite",
+        "list-invites",
+        "revoke-invite",
+        "backup",
+        "restore",
+    ):
         assert command in result.stdout
 
 
@@ -122,12 +132,36 @@ def test_disable_enable_and_reset_password(tmp_path: Path, monkeypatch) -> None:
     assert verify_password("battery staple", _users(data)["ada"].password_hash)
 
 
-def test_invite_codes_are_signed_with_the_apps_secret(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setenv("SHARDLAB_SECRET_KEY", "group-secret")
-    assert _cli(tmp_path / "data", "invite", "--days", "2") == 0
-    code = capsys.readouterr().out.splitlines()[0]
-    assert invite_problem("group-secret", code) is None
-    assert invite_problem("another-secret", code) is not None
+def _invite_listing(data_dir: Path, capsys) -> list[dict]:
+    capsys.readouterr()
+    assert _cli(data_dir, "list-invites", "--json") == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_create_list_and_revoke_invites(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "data"
+    assert (
+        _cli(data, "create-invite", "--days", "2", "--uses", "3", "--base-url", "https://x/") == 0
+    )
+    code, summary = capsys.readouterr().out.splitlines()
+    assert "for 3 account(s)" in summary and summary.endswith(f"https://x/register?invite={code}")
+    assert _cli(data, "invite") == 0  # the command's old name still works
+    (second, first) = _invite_listing(data, capsys)
+    assert (first["code"], first["max_uses"], first["uses"]) == (code, 3, 0)
+    assert (first["status"], first["made_by"], first["used_by"]) == ("active", "CLI", [])
+    assert second["max_uses"] == 1
+    assert _cli(data, "revoke-invite", code) == 0
+    assert capsys.readouterr().out == f"invite 1 ({code}): revoked\n"
+    assert _cli(data, "revoke-invite", "2") == 0  # by id
+    assert [i["status"] for i in _invite_listing(data, capsys)] == ["revoked", "revoked"]
+    assert _cli(data, "revoke-invite", "nope") == 2
+    assert "no invite with the code or id 'nope'" in capsys.readouterr().err
+    assert _cli(data, "create-invite", "--uses", "101") == 2
+    assert "1 to 100 uses" in capsys.readouterr().err
+    engine = make_engine(f"sqlite:///{data / 'shardlab.db'}")
+    with Session(engine) as session:
+        assert "withdrawn by the admin" in invite_problem(session, code)
+    engine.dispose()
 
 
 def _write_steadily(database: Path, stop: threading.Event, written: list[int]) -> None:

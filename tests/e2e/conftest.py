@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from app.config import Settings
 from app.main import create_app
 from tests.utils import free_port, make_settings
 
@@ -39,17 +40,22 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    settings = make_settings(
+def live_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The live server's settings: a test reaches its database through them."""
+    return make_settings(
         tmp_path_factory.mktemp("e2e") / "data",
         worker_spawn=True,
         worker_address=f"127.0.0.1:{free_port()}",
         worker_ranks=2,
     )
+
+
+@pytest.fixture(scope="session")
+def live_server(live_settings: Settings) -> Iterator[str]:
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(settings),
+            create_app(live_settings),
             host="127.0.0.1",
             port=port,
             log_level="warning",
