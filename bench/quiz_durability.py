@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(data_dir: Path, port: int) -> subprocess.Popen:
+def start_server(
+    data_dir: Path, port: int, env_overrides: Mapping[str, str] | None = None
+) -> subprocess.Popen:
+    """The app in its own process, as `scripts/serve` runs it, once it answers a page;
+    `env_overrides` are SHARDLAB_* settings beyond these (a worker to use, say)."""
     env = {
         **os.environ,
         "SHARDLAB_DATA_DIR": str(data_dir),
@@ -46,6 +51,7 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen:
         "SHARDLAB_WORKER_ADDRESS": f"127.0.0.1:{free_port()}",
         "SHARDLAB_SECRET_KEY": "durability-secret",
         "SHARDLAB_WORKER_TOKEN": "durability-token",
+        **(env_overrides or {}),
     }
     command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip

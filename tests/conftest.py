@@ -1,4 +1,5 @@
-"""Shared fixtures: settings on a temporary data dir, and an app client with real SQLite."""
+"""Shared fixtures: settings on a temporary data dir, an app client with real SQLite, and
+the demo worker (one per session)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
 from app.config import Settings
+from app.live.worker_process import LocalWorker
 from app.main import create_app
 from tests.utils import make_settings
+from tests.worker_fixture import shared_test_worker
 
 # CI replays the same examples every run, so a red build always means a change broke
 # something; locally every run explores new inputs (run with CI=true to reproduce CI).
@@ -30,6 +33,13 @@ def settings(tmp_path: Path) -> Settings:
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def demo_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalWorker, str, str]]:
+    """A ready worker's (process, address, token), started by the first test that asks."""
+    with shared_test_worker(Path(tmp_path_factory.mktemp("worker"))) as started:
+        yield started
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

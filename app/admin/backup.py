@@ -84,6 +84,8 @@ def restore_database(backup: Path, database: Path, data_dir: Path) -> None:
     problem = integrity_problem(backup)
     if problem:
         raise BackupError(problem)
+    # A new machine or a newly mounted volume: the directory may not exist yet.
+    data_dir.mkdir(parents=True, exist_ok=True)
     with (data_dir / LOCK_NAME).open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,10 @@ from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import LocalWorker
 from demos.specs import DEMO_PARAMS
 from tests.utils import free_port
-from tests.worker_fixture import group_processes, run_job, shared_test_worker
+from tests.worker_fixture import group_processes, run_job
 
 WorkerInfo = tuple[LocalWorker, str, str]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def demo_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerInfo]:
-    with shared_test_worker(Path(tmp_path_factory.mktemp("worker"))) as started:
-        yield started
 
 
 def test_the_client_side_imports_neither_torch_nor_fastapi() -> None:

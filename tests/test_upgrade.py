@@ -1,0 +1,126 @@
+"""The upgrade path: a database made by the first migration, with its users and answers,
+is brought to the newest migration by the app's own start-up; every row is kept, the users
+log in with their old passwords and their answers show in their progress."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from alembic import command
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from fastapi.testclient import TestClient
+
+from app.db import alembic_config, make_engine
+from app.main import create_app
+from app.quiz.bank import QuestionBank
+from app.quiz.service import question_for
+from app.security import hash_password
+from tests.quiz.conftest import FIXTURE_CONTENT
+from tests.quiz.test_review import RIGHT, answer
+from tests.utils import log_in, log_out, make_settings
+
+ITEM = "fx-generated"  # the first migration stored generated questions only
+INPUTS = {"params": 7.5e9, "dp_degree": 64, "zero_stage": 2}
+# What the first migration's tables hold, column by column: later migrations must keep it.
+USER_COLUMNS = "id, username, password_hash, created_at"
+ATTEMPT_COLUMNS = (
+    "id, user_id, item_id, question_params, prompt, answer, expected, unit, correct, created_at"
+)
+
+
+def _scripts(url: str) -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config(url))
+
+
+def _stamp(moment: datetime) -> str:
+    """A UTC time as SQLAlchemy's SQLite DateTime stores it."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _first_migration_database(path: Path, now: datetime) -> None:
+    """The schema of the first migration only, filled with plain SQL as that version would."""
+    url = f"sqlite:///{path}"
+    command.upgrade(alembic_config(url), _scripts(url).get_base())
+    question = question_for(QuestionBank.load(FIXTURE_CONTENT / "quiz").get(ITEM), INPUTS)
+    assert question.solution is not None
+    right = question.solution.answer
+    attempts = [  # user id, the number typed, correct, days ago
+        (1, right, True, 3), (1, right * 2, False, 2), (1, right, True, 1), (2, right, True, 1)
+    ]  # fmt: skip
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO user (id, username, password_hash, created_at) VALUES (?, ?, ?, ?)",
+            [
+                (1, "ada", hash_password("old password"), _stamp(now - timedelta(days=30))),
+                (2, "bob", hash_password("bob's password"), _stamp(now - timedelta(days=20))),
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO quizattempt (user_id, item_id, question_params, prompt, answer, "
+            "expected, unit, correct, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    user_id,
+                    ITEM,
+                    json.dumps(INPUTS),
+                    question.prompt,
+                    typed,
+                    right,
+                    "GB",
+                    correct,
+                    _stamp(now - timedelta(days=days_ago)),
+                )
+                for user_id, typed, correct, days_ago in attempts
+            ],
+        )
+    conn.close()
+
+
+def _rows(path: Path, columns: str, table: str) -> list[tuple]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"SELECT {columns} FROM {table} ORDER BY id").fetchall()
+    conn.close()
+    return rows
+
+
+def test_the_app_upgrades_a_first_migration_database_and_keeps_everything(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    database = settings.database_path
+    database.parent.mkdir(parents=True)
+    now = datetime.now(UTC)
+    _first_migration_database(database, now)
+    users = _rows(database, USER_COLUMNS, "user")
+    attempts = _rows(database, ATTEMPT_COLUMNS, "quizattempt")
+
+    with TestClient(create_app(settings)) as client:
+        engine = make_engine(settings.database_url)
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+        engine.dispose()
+        assert current == _scripts(settings.database_url).get_current_head()
+
+        assert _rows(database, USER_COLUMNS, "user") == users
+        assert _rows(database, ATTEMPT_COLUMNS, "quizattempt") == attempts
+
+        log_in(client, "ada", "old password")
+        page = client.get("/progress").text
+        assert 'id="answer-count">2 of 3 correct<' in page
+        assert page.count('<span class="bad">wrong</span>') == 1
+        exported = client.get("/progress/export").json()["attempts"]
+        assert [(a["item_id"], a["question_params"], a["correct"]) for a in exported] == [
+            (ITEM, INPUTS, True), (ITEM, INPUTS, False), (ITEM, INPUTS, True)
+        ]  # fmt: skip
+        assert [a["created_at"][:10] for a in exported] == [
+            f"{now - timedelta(days=d):%Y-%m-%d}" for d in (3, 2, 1)
+        ]
+        log_out(client)
+        log_in(client, "bob", "bob's password")
+        # The upgraded tables take new answers beside the old ones.
+        assert "Recorded." in answer(client, ITEM, **RIGHT[ITEM]).text
+        assert 'id="answer-count">2 of 2 correct<' in client.get("/progress").text
