@@ -69,6 +69,12 @@ LAUNCHER_PID_ENV = "SHARDLAB_LAUNCHER_PID"
 # glibc returns freed large blocks to the OS with this, so a per-rank RSS reading means
 # something (feasibility §8). It must be in the environment before the process starts.
 RANK_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
+# Only for the launcher's own ranks, which talk over loopback alone (torchrun's may need real
+# DNS for other nodes): torch's TCPStore server looks up the name of each peer's address
+# (::ffff:127.0.0.1, which no hosts file lists) and blocks on it. Where the name service does
+# not answer (an offline box; a container network without its DNS) glibc's default 5 s x 2
+# ate the whole 10 s rendezvous and the ranks never met.
+LOCAL_RANK_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 MAX_REQUEST_BYTES = 64 * 1024
 CLIENT_TIMEOUT_S = 10.0
 IDLE_WAIT = timedelta(days=7)
@@ -190,6 +196,7 @@ def launch(args: argparse.Namespace) -> int:
         env = {
             **os.environ,
             **RANK_ENV,
+            **LOCAL_RANK_ENV,
             "RANK": str(rank),
             "LOCAL_RANK": str(rank),
             "WORLD_SIZE": str(args.ranks),
