@@ -1,7 +1,8 @@
 """All-reduce (sum) of one float32 buffer: the first collective a learner should see measured.
 
-Each iteration refills the buffer with this rank's values outside the window, all-reduces it
-inside one, then checks every element against the sum it must have on every rank.
+Each iteration all-reduces the buffer twice, refilled with this rank's values before each: once
+counted (its bytes), once clean (its time). Then every element of the clean run's result is
+checked against the sum it must have on every rank.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from app.calc.comm import Collective, ring_factor
-from demos.probes import MeasuredStep, RankInfo
+from demos.probes import RankInfo, count_then_time
 from demos.specs.all_reduce import AllReduceParams
 
 WARMUP: dict[str, Any] = {"size_mib": 1 / 1024, "iterations": 1}
@@ -40,13 +41,16 @@ def run(rank: RankInfo, params: AllReduceParams) -> Iterator[dict[str, Any]]:
     expected = expected_sum(base, rank.world_size)
     buffer = torch.empty_like(mine)
     for _ in range(params.iterations):
-        buffer.copy_(mine)
-        rank.sync()
-        # Start together, so a window times the all-reduce rather than a peer's lateness.
-        dist.barrier()
-        with MeasuredStep(rank.sync) as step:
-            dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
-        yield {**step.as_dict(rank.rank), "correct": bool(torch.equal(buffer, expected))}
+        counted, timed = count_then_time(
+            lambda: dist.all_reduce(buffer, op=dist.ReduceOp.SUM),
+            rank,
+            prepare=lambda: buffer.copy_(mine),
+        )
+        yield {
+            **counted.as_dict(rank.rank),
+            "time_s": timed.time_s,
+            "correct": bool(torch.equal(buffer, expected)),
+        }
 
 
 def summary(

@@ -1,15 +1,17 @@
 """The five collectives over a sweep of sizes, timed the way nccl-tests times them.
 
-For each size S and collective, every run refills the buffers outside the window, starts the
-ranks together with a barrier, runs the one collective inside a window, then checks every
-element against what it must be. One row per size and collective holds the runs' times and
-wire bytes; app.calc turns them into algorithm and bus bandwidth.
+For each size S and collective, every run does the collective twice, each time with refilled
+buffers and the ranks started together by a barrier: once counted (logical and wire bytes),
+once clean (its time), then checks every element of the clean run's result. One row per size
+and collective holds the runs' times and wire bytes; app.calc turns them into algorithm and bus
+bandwidth.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import torch
@@ -17,7 +19,7 @@ import torch.distributed as dist
 
 from app.calc.bandwidth import algbw_bytes_per_s, busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective
-from demos.probes import MeasuredStep, RankInfo
+from demos.probes import RankInfo, count_then_time
 from demos.specs.collectives import KINDS, CollectivesParams
 
 WARMUP: dict[str, Any] = {"max_size_mib": 1 / 1024, "sizes": 1, "iterations": 1}
@@ -96,14 +98,13 @@ def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
         for kind in KINDS:
             source, expected = buffers.fill(kind), buffers.expected(kind)
             times, wires, correct = [], [], True
+            collective, result = buffers.prepare(kind, source)
             for _ in range(params.iterations):
-                collective, result = buffers.prepare(kind, source)
-                rank.sync()
-                dist.barrier()  # start together: time the collective, not a peer's lateness
-                with MeasuredStep(rank.sync) as step:
-                    collective()
-                times.append(step.time_s)
-                wires.append(step.wire_bytes)
+                counted, timed = count_then_time(
+                    collective, rank, prepare=partial(buffers.prepare, kind, source)
+                )
+                times.append(timed.time_s)
+                wires.append(counted.wire_bytes)
                 correct = correct and bool(torch.equal(result, expected))
             yield {
                 "rank": rank.rank,
@@ -111,8 +112,8 @@ def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
                 "payload_bytes": payload,
                 "times_s": times,
                 "wire_bytes": wires,
-                "logical_bytes": step.counter.logical_bytes(),
-                "collectives": step.counter.by_kind(),
+                "logical_bytes": counted.counter.logical_bytes(),
+                "collectives": counted.counter.by_kind(),
                 "correct": correct,
             }
 

@@ -3,9 +3,10 @@
 Every rank runs the same experiment and reports its own row. A linear layer with fp32 master
 weights w runs its forward in the case's dtype (w cast down, as autocast does), the loss is
 reduced in fp32, and backward produces the gradient in that dtype, where small values round to
-zero. The gradient is then all-reduced across the ranks in that same dtype (measured bytes:
-half of fp32's for 16-bit), averaged in fp32 and, for the loss-scaled case, unscaled and
-checked for infinities by `torch.amp.GradScaler`, which skips the step if it finds any.
+zero. The gradient is then all-reduced across the ranks in that same dtype (counted bytes:
+half of fp32's for 16-bit; the page shows no time, so nothing is timed), averaged in fp32 and,
+for the loss-scaled case, unscaled and checked for infinities by `torch.amp.GradScaler`, which
+skips the step if it finds any.
 
 The last iteration casts known values to fp16 and bf16 and reads torch.finfo and the smallest
 subnormal from the bits, for the page to set beside app.calc.precision's IEEE formulas.
@@ -13,14 +14,13 @@ subnormal from the bits, for the page to set beside app.calc.precision's IEEE fo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from demos.probes import MeasuredStep, RankInfo
+from demos.probes import CountedStep, RankInfo
 from demos.specs.mixed_precision import RANGE_PROBES, MixedPrecisionParams
 
 WARMUP: dict[str, Any] = {
@@ -54,7 +54,7 @@ def inputs(params: MixedPrecisionParams) -> torch.Tensor:
 
 def _train_step(
     rank: RankInfo, params: MixedPrecisionParams, dtype: torch.dtype, scale_exp: int | None
-) -> tuple[torch.Tensor, MeasuredStep, bool, bool, float | None]:
+) -> tuple[torch.Tensor, CountedStep, bool, bool, float | None]:
     x = inputs(params).to(rank.device)
     master = torch.ones(params.gradients, device=rank.device, requires_grad=True)
     optimizer = torch.optim.SGD([master], lr=LEARNING_RATE)
@@ -71,7 +71,7 @@ def _train_step(
     local = grad.detach().clone()
     rank.sync()
     dist.barrier()
-    with MeasuredStep(rank.sync) as step:
+    with CountedStep(rank.sync) as step:
         dist.all_reduce(grad)  # the gradient all-reduce, in the gradient's own dtype
     summed_ok = torch.allclose(
         grad.float(), local.float() * rank.world_size, rtol=2.0**-7, atol=0.0, equal_nan=True
@@ -125,16 +125,13 @@ def run(rank: RankInfo, params: MixedPrecisionParams) -> Iterator[dict[str, Any]
     """This rank's side: one row per precision case, then one row for the range check."""
     reference: torch.Tensor | None = None
     for case, dtype_name, scale_exp in cases(params):
-        start_ns = time.perf_counter_ns()
         grads, step, summed_ok, skipped, scale_after = _train_step(
             rank, params, DTYPES[dtype_name], scale_exp
         )
-        time_s = (time.perf_counter_ns() - start_ns) / 1e9
         if reference is None:
             reference = grads
         yield {
             **step.as_dict(rank.rank),
-            "time_s": time_s,
             "case": case,
             "dtype": dtype_name,
             "loss_scale_exponent": scale_exp,

@@ -7,28 +7,30 @@ stages (interleaved, Narayanan et al. SC'21 §2.2.2). ZB-H1 is torch's
 ScheduleInterleavedZeroBubble with one stage per rank: its order then is Qi et al.'s ZB-H1
 (stage i holds back its first i weight gradients), the order app.calc.pipeline simulates.
 
-Each schedule runs one unmeasured step (torch exchanges tensor shapes on the first one), then
-one measured step. Every stage action is timed by wrapping the stage's forward_one_chunk,
-backward_one_chunk and backward_weight_one_chunk with perf_counter_ns (CLOCK_MONOTONIC, so
-comparable across the ranks of one host). In `fixed` mode each chunk sleeps in its forward,
-in its input-gradient backward and in its weight-gradient backward, so F, B and W take set
-times whichever schedule calls them; sleeping uses no CPU, so four ranks overlap on two cores.
-The gradients are checked against one process running the whole model on the whole batch.
+Each schedule runs one unmeasured step (torch exchanges tensor shapes on the first one), one
+counted step (its p2p ops and wire bytes, probes on), then one clean step that gives the
+timeline, since the counter would slow every op in it. Every stage action is timed by wrapping
+the stage's forward_one_chunk, backward_one_chunk and backward_weight_one_chunk with
+perf_counter_ns (CLOCK_MONOTONIC, so comparable across the ranks of one host). In `fixed` mode
+each chunk sleeps in its forward, in its input-gradient backward and in its weight-gradient
+backward, so F, B and W take set times whichever schedule calls them; sleeping uses no CPU, so
+four ranks overlap on two cores. The gradients of the clean step are checked against one
+process running the whole model on the whole batch.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn import functional
 
 from app.calc.pipeline import Schedule, timeline_summary
-from demos.probes import MeasuredStep, RankInfo
+from demos.probes import RankInfo, count_then_time
 from demos.specs.pipeline_schedules import (
     CHUNKS_PER_RANK,
     LAYERS_PER_CHUNK,
@@ -207,6 +209,13 @@ def _step(sched: Any, rank: RankInfo, x: torch.Tensor, target: torch.Tensor) -> 
         sched.step(*args)
 
 
+def _restart(owned: list[tuple[int, nn.Module]], log: list[list[Any]]) -> None:
+    """Before a step: no gradients, no actions logged (the log keeps the clean step's)."""
+    for _, module in owned:
+        module.zero_grad(set_to_none=True)
+    log.clear()
+
+
 def _grad_error(owned: list[tuple[int, nn.Module]], reference: list[list[torch.Tensor]]) -> float:
     worst = 0.0
     for index, module in owned:
@@ -231,16 +240,12 @@ def run(rank: RankInfo, params: PipelineSchedulesParams) -> Iterator[dict[str, A
         log: list[list[Any]] = []
         sched, owned = _schedule(name, rank, params, log)
         _step(sched, rank, x, target)  # first step: shapes are exchanged, buffers made
-        for _, module in owned:
-            module.zero_grad(set_to_none=True)
-        log.clear()
-        rank.sync()
-        dist.barrier()
-        with MeasuredStep(rank.sync) as step:
-            _step(sched, rank, x, target)
+        counted, _ = count_then_time(
+            partial(_step, sched, rank, x, target), rank, prepare=partial(_restart, owned, log)
+        )
         error = _grad_error(owned, reference)
         yield {
-            **step.as_dict(rank.rank),
+            **counted.as_dict(rank.rank),
             "schedule": name,
             "actions": log,
             "grad_error": error,

@@ -1,4 +1,9 @@
-"""Meters a demo wraps around each measured step: what torch issued, what hit the wire, how long.
+"""Meters a demo wraps around its steps: what torch issued, what hit the wire, how long.
+
+Bytes and time come from different windows. The collective counter intercepts every ATen op
+in Python, which doubled the ZeRO demo's default DDP step (docs/benchmarks.md, "Probe
+overhead"), so a `CountedStep` (probes on) gives a step's bytes and never its time, and a
+`TimedStep` (probes off, and refusing to open under one) gives its time and never its bytes.
 
 Two byte meters, because they answer different questions (feasibility §2):
 
@@ -22,7 +27,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from app.calc.comm import Collective, ring_bytes_per_rank
 
@@ -248,35 +253,33 @@ class CollectiveCounter(TorchDispatchMode):
         return list(rows.values())
 
 
-class MeasuredStep:
-    """One measurement window: collectives counted, wire bytes and wall time measured.
+class CountedStep:
+    """One counted window: the collectives torch issued and the bytes this process wrote.
 
-    Python warnings raised inside the window are held back and shown after it closes, because
-    printing them would add their bytes to the window's wire count.
+    Its time is not kept: the counter slows every op, so a step's time comes from a
+    `TimedStep` of its own. Python warnings raised inside the window are held back and shown
+    after it closes, because printing them would add their bytes to the window's wire count.
     """
 
     def __init__(self, sync: Callable[[], None] | None = None) -> None:
         self._sync = sync
         self.counter = CollectiveCounter()
-        self.time_s = 0.0
         self.wire_bytes = 0
         self._wire_start = 0
-        self._start_ns = 0
         self._held: list[warnings.WarningMessage] = []
         self._catch = warnings.catch_warnings(record=True)
 
-    def __enter__(self) -> MeasuredStep:
+    def __enter__(self) -> CountedStep:
         self._held = self._catch.__enter__()
         self._wire_start = wire_bytes_written()
         self.counter.__enter__()
-        self._start_ns = time.perf_counter_ns()
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
+            # NCCL is async: wait, so the window's wire count covers the work it issued.
             if self._sync is not None:
                 self._sync()
-            self.time_s = (time.perf_counter_ns() - self._start_ns) / 1e9
         finally:
             self.counter.__exit__(*exc)
             self.wire_bytes = wire_bytes_written() - self._wire_start
@@ -285,15 +288,53 @@ class MeasuredStep:
             warnings.showwarning(held.message, held.category, held.filename, held.lineno)
 
     def as_dict(self, rank: int) -> dict[str, Any]:
-        """This rank's row of a `measurement` event."""
+        """This rank's bytes for a `measurement` event's row (its time comes from a TimedStep)."""
         return {
             "rank": rank,
-            "time_s": self.time_s,
             "payload_bytes": self.counter.payload_bytes(),
             "logical_bytes": self.counter.logical_bytes(),
             "wire_bytes": self.wire_bytes,
             "collectives": self.counter.by_kind(),
         }
+
+
+class TimedStep:
+    """One clean window: wall time only. It refuses to open while a dispatch mode (a probe)
+    is active, so no time a page shows can include the counter's cost."""
+
+    def __init__(self, sync: Callable[[], None] | None = None) -> None:
+        self._sync = sync
+        self.time_s = 0.0
+        self._start_ns = 0
+
+    def __enter__(self) -> TimedStep:
+        mode = _get_current_dispatch_mode()
+        if mode is not None:
+            raise RuntimeError(f"a timed window opened under {type(mode).__name__}: time it clean")
+        self._start_ns = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._sync is not None:
+            self._sync()  # NCCL is async: the end time must cover the queued work
+        self.time_s = (time.perf_counter_ns() - self._start_ns) / 1e9
+
+
+def count_then_time(
+    operation: Callable[[], object],
+    rank: RankInfo,
+    prepare: Callable[[], object] = lambda: None,
+) -> tuple[CountedStep, TimedStep]:
+    """Run one operation twice, each time refilled by `prepare` and started together:
+    counted first (bytes), then clean (time). The operation's result is the clean run's."""
+    windows: list[Any] = [CountedStep(rank.sync), TimedStep(rank.sync)]
+    for window in windows:
+        prepare()
+        rank.sync()
+        dist.barrier()  # start together: time the operation, not a peer's lateness
+        with window:
+            operation()
+    return windows[0], windows[1]
 
 
 # ---------------------------------------------------------------- model-state memory

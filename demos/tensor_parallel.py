@@ -9,9 +9,10 @@ all-reduce going forward and the identity going back. With them:
   GeLU and the output gathered from column slices (and the mirror image going back);
 - attention by heads: Q, K, V projections split by columns (whole heads), W_O by rows.
 
-Each step computes the block whole on this rank (the reference), then split, forward and
-backward each in its own window; the output, dX and this rank's weight-gradient shards are
-checked against the reference's.
+Each step computes the block whole on this rank (the reference), then split twice: once with
+forward and backward each in a counted window (bytes), once in clean timed windows (time).
+The clean pass's output, dX and this rank's weight-gradient shards are checked against the
+reference's.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from demos.probes import MeasuredStep, RankInfo
+from demos.probes import CountedStep, RankInfo, TimedStep
 from demos.specs.tensor_parallel import TensorParallelParams
 
 # 16 heads of width 1: splits over any power-of-two worker up to 16 ranks.
@@ -193,13 +194,27 @@ def _max_error(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, b
     return error, close
 
 
-def _pass_row(step: MeasuredStep) -> dict[str, Any]:
+def _pass_row(counted: CountedStep, timed: TimedStep) -> dict[str, Any]:
     return {
-        "time_s": step.time_s,
-        "logical_bytes": step.counter.logical_bytes(),
-        "wire_bytes": step.wire_bytes,
-        "collectives": step.counter.by_kind(),
+        "time_s": timed.time_s,
+        "logical_bytes": counted.counter.logical_bytes(),
+        "wire_bytes": counted.wire_bytes,
+        "collectives": counted.counter.by_kind(),
     }
+
+
+def _split_step(
+    block: Block, rank: RankInfo, window: type[CountedStep] | type[TimedStep]
+) -> tuple[Any, Any, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Forward and backward of the split block, each in a window of its own."""
+    x, w = _leaf(block.x), block.shards()
+    rank.sync()
+    dist.barrier()
+    with window(rank.sync) as forward:
+        y = block.parallel(x, w)
+    with window(rank.sync) as backward:
+        y.backward(block.grad_y)
+    return forward, backward, y, x, w
 
 
 def run(rank: RankInfo, params: TensorParallelParams) -> Iterator[dict[str, Any]]:
@@ -214,13 +229,8 @@ def run(rank: RankInfo, params: TensorParallelParams) -> Iterator[dict[str, Any]
             y_ref = block.reference(x_ref, w_ref)
             y_ref.backward(block.grad_y)
 
-            x, w = _leaf(block.x), block.shards()
-            rank.sync()
-            dist.barrier()
-            with MeasuredStep(rank.sync) as forward:
-                y = block.parallel(x, w)
-            with MeasuredStep(rank.sync) as backward:
-                y.backward(block.grad_y)
+            counted_forward, counted_backward, *_ = _split_step(block, rank, CountedStep)
+            forward, backward, y, x, w = _split_step(block, rank, TimedStep)
 
             pairs = [(y.detach(), y_ref.detach()), (x.grad, x_ref.grad)]
             pairs += [(w[n].grad, w_ref[n].grad[block.shard_of[n]]) for n in block.weights]
@@ -230,8 +240,8 @@ def run(rank: RankInfo, params: TensorParallelParams) -> Iterator[dict[str, Any]
                 "layout": layout,
                 "step": iteration,
                 "time_s": forward.time_s + backward.time_s,
-                "forward": _pass_row(forward),
-                "backward": _pass_row(backward),
+                "forward": _pass_row(counted_forward, forward),
+                "backward": _pass_row(counted_backward, backward),
                 "max_abs_error": error,
                 "correct": close,
             }

@@ -9,9 +9,11 @@ a few fp32 Adam steps under each strategy in turn:
 - ZeRO-2 and ZeRO-3: FSDP2 `fully_shard` on every block and on the root, without and with
   resharding the parameters after forward.
 
-Each step is one measured window with three phases (forward, backward, optimizer step);
-model-state bytes are read after the step (and the registered parameters after forward),
-outside the collectives' way. The losses must coincide with DDP's: same math, other memory.
+Each row of a strategy is two training steps. The first is clean and timed (no probe: the
+counter would double a small model's step). The second is counted, with three phases (forward,
+backward, optimizer step); model-state bytes are read after it (and the registered parameters
+after forward), outside the collectives' way. Its loss must coincide with DDP's at the same
+step: same math, other memory.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from demos.probes import (
-    MeasuredStep,
+    CountedStep,
     RankInfo,
+    TimedStep,
     WireMeter,
     cuda_memory,
     model_state_bytes,
@@ -150,7 +153,7 @@ def batch_for(params: ZeroStagesParams, rank: RankInfo, step: int) -> torch.Tens
     return tokens.to(rank.device)
 
 
-def _phase_row(step: MeasuredStep, phase: str, wire: WireMeter) -> dict[str, Any]:
+def _phase_row(step: CountedStep, phase: str, wire: WireMeter) -> dict[str, Any]:
     return {
         "collectives": step.counter.by_kind(phase),
         "logical_bytes": step.counter.logical_bytes(phase),
@@ -158,17 +161,17 @@ def _phase_row(step: MeasuredStep, phase: str, wire: WireMeter) -> dict[str, Any
     }
 
 
-def measured_step(
+def counted_step(
     model: nn.Module,
     holder: nn.Module,
     optimizer: torch.optim.Optimizer,
     tokens: torch.Tensor,
     rank: RankInfo,
 ) -> dict[str, Any]:
-    """One training step inside a measurement window, phase by phase; then its model states."""
+    """One training step inside a counted window, phase by phase; then its model states."""
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     phases: dict[str, dict[str, Any]] = {}
-    with MeasuredStep(rank.sync) as step:
+    with CountedStep(rank.sync) as step:
         with step.counter.phase("forward"), WireMeter() as wire:
             logits = model(inputs)
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
@@ -193,7 +196,7 @@ def measured_step(
 
 
 def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor) -> float:
-    """The same step without any probe: what bench/probe_overhead.py compares against."""
+    """The same step without any probe or window: what bench/probe_overhead.py compares to."""
     logits = model(tokens[:, :-1])
     loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
     loss.backward()
@@ -202,17 +205,35 @@ def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch
     return loss.item()
 
 
+def timed_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor, rank: RankInfo
+) -> float:
+    """Seconds of one clean training step: no counter, no wire meter, no memory accounting."""
+    with TimedStep(rank.sync) as window:
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+        loss.backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return window.time_s
+
+
 def train(strategy: str, rank: RankInfo, params: ZeroStagesParams) -> Iterator[dict[str, Any]]:
-    """One strategy's measured steps on this rank, one row each."""
+    """One strategy's rows on this rank: per row, a clean timed step, then a counted one.
+
+    Timed first, so the first counted step is DDP's second, where it rebuilds its buckets.
+    """
     model, holder, optimizer = build(strategy, rank, params)
     for index in range(params.steps):
-        tokens = batch_for(params, rank, index)
+        rank.sync()
+        dist.barrier()
+        time_s = timed_step(model, optimizer, batch_for(params, rank, 2 * index), rank)
         if rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(rank.device)
         rank.sync()
         dist.barrier()
-        row = measured_step(model, holder, optimizer, tokens, rank)
-        yield {**row, "strategy": strategy, "step": index}
+        row = counted_step(model, holder, optimizer, batch_for(params, rank, 2 * index + 1), rank)
+        yield {**row, "time_s": time_s, "strategy": strategy, "step": index}
 
 
 def run(rank: RankInfo, params: ZeroStagesParams) -> Iterator[dict[str, Any]]:

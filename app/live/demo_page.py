@@ -9,6 +9,9 @@ gives every page the same routes. Templates follow the demo's name (`demo`):
 - `demos/_<demo>_rows.html`: what one `measurement` event appends to `#rows`;
 - `demos/_<demo>_summary.html`: the measured-vs-predicted table, from the `done` event.
 
+A run panel includes `demos/_passes.html`, which says where the page's bytes and times come
+from (`passes`): the probes that count bytes would slow the steps they time.
+
 Each is rendered with `params`, `prediction`, `world_size` and, for rows and summary, the
 worker's `event` or `summary`, so a recorded run replays through the same templates.
 """
@@ -36,6 +39,9 @@ class DemoPage:
     # (worker's measurement event, prediction) -> JSON for the page's chart, or None: no chart
     chart_data: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
     scripts: tuple[str, ...] = field(default=())  # static JS the page loads, after uPlot
+    # which figure came from which pass: bytes from counted runs (probes on), times from clean
+    # ones (probes off); demos/_passes.html shows it above the run's table
+    passes: str = ""
 
     @property
     def path(self) -> str:

@@ -49,8 +49,8 @@ class ZeroStagesParams(BaseModel):
         Field(
             ge=3,
             le=6,
-            description="Adam steps per strategy (3 to 6): DDP's second step rebuilds its "
-            "buckets, so the third is the first steady one.",
+            description="Rows per strategy (3 to 6), each a clean timed Adam step then a "
+            "counted one: DDP's second step (row 0's counted one) rebuilds its buckets.",
         ),
     ] = 3
     bucket_cap_mb: Annotated[

@@ -27,7 +27,7 @@ def _probe_rank(rank: int, port: int, out_dir: str) -> None:
     import torch.distributed as dist
     import torch.distributed._functional_collectives as funcol
 
-    from demos.probes import CollectiveCounter, MeasuredStep
+    from demos.probes import CollectiveCounter, CountedStep, RankInfo, count_then_time
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -51,13 +51,19 @@ def _probe_rank(rank: int, port: int, out_dir: str) -> None:
                 dist.recv(x, src=0)
     big = torch.ones(BIG_ELEMENTS)
     dist.barrier()
-    with MeasuredStep() as step:
+    with CountedStep() as step:
         dist.all_reduce(big)
+    seen_before_timing = len(counter.calls)
+    info = RankInfo(rank, WORLD_SIZE, "gloo", torch.device("cpu"))
+    counted, timed = count_then_time(lambda: dist.all_reduce(x), info, prepare=lambda: x.fill_(1))
     result: dict[str, Any] = {
         "calls": [asdict(call) for call in counter.calls],
         "by_kind": {phase: counter.by_kind(phase) for phase in ("functional", "p2p")},
         "step": step.as_dict(rank),
         "all_reduce_value": big[0].item(),
+        "counter_untouched_by_timing": len(counter.calls) == seen_before_timing,
+        "counted_then_timed": {**counted.as_dict(rank), "time_s": timed.time_s},
+        "clean_result": x[0].item(),
     }
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
     dist.barrier()
@@ -148,8 +154,34 @@ def test_wire_bytes_of_a_4_mib_all_reduce_are_4_mib_at_two_ranks(probed: list[di
             }
         ]
         assert abs(step["wire_bytes"] - 4 * 2**20) <= 0.01 * 4 * 2**20
-        assert step["time_s"] > 0
+        assert "time_s" not in step  # a counted window's time would include the counter
         assert result["all_reduce_value"] == 2.0
+
+
+@pytest.mark.demo
+def test_count_then_time_counts_one_run_and_times_another(probed: list[dict]) -> None:
+    for result in probed:
+        row = result["counted_then_timed"]
+        assert row["collectives"] == [
+            {"kind": "all_reduce", "count": 1, "payload_bytes": 4096, "logical_bytes": 4096.0}
+        ]
+        assert row["time_s"] > 0
+        assert result["clean_result"] == 2.0  # the clean run's result: refilled, then summed
+        assert result["counter_untouched_by_timing"]
+
+
+def test_a_timed_window_refuses_to_open_under_a_probe() -> None:
+    import torch
+
+    from demos.probes import CollectiveCounter, TimedStep
+
+    with CollectiveCounter() as counter, pytest.raises(RuntimeError, match="time it clean"):
+        with TimedStep():
+            torch.ones(4).sum()
+    assert counter.calls == []
+    with TimedStep() as window:
+        torch.ones(4).sum()
+    assert window.time_s > 0
 
 
 def test_wire_meter_counts_bytes_written_to_a_file(tmp_path: Path) -> None:

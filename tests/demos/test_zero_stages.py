@@ -81,6 +81,22 @@ def test_measured_memory_differs_from_the_paper_only_by_step_counters_and_paddin
 
 
 @pytest.mark.demo
+def test_every_steady_counted_step_counts_the_same_bytes_on_every_rank(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    for strategy in STRATEGIES:
+        # Row 0's counted step is DDP's second, which rebuilds its buckets; the rest are steady.
+        steady = [row for event in _steps(events, strategy)[1:] for row in event["ranks"]]
+        assert len(steady) == 2 * WORLD_SIZE
+        issued = [{phase: data["collectives"] for phase, data in row["phases"].items()}
+                  for row in steady]  # fmt: skip
+        assert all(calls == issued[0] for calls in issued), strategy
+        for row in steady:
+            assert row["logical_bytes"] == prediction.logical_bytes(strategy)
+            assert row["time_s"] > 0  # from the clean step before it, which no probe watched
+
+
+@pytest.mark.demo
 def test_collectives_of_the_last_step_equal_the_prediction(
     events: list[dict[str, Any]], prediction: ZeroPrediction
 ) -> None:
@@ -145,6 +161,7 @@ def test_ddp_second_step_carries_the_bucket_rebuild_broadcasts(
     forward = [
         event["ranks"][0]["phases"]["forward"]["collectives"] for event in _steps(events, "ddp")
     ]
-    assert forward[0] == [] and forward[2] == []
-    assert [c["kind"] for c in forward[1]] == ["broadcast"]
-    assert 0 < forward[1][0]["payload_bytes"] < 1024
+    # Each row is a clean step, then a counted one: row 0 counts DDP's second step.
+    assert forward[1] == [] and forward[2] == []
+    assert [c["kind"] for c in forward[0]] == ["broadcast"]
+    assert 0 < forward[0][0]["payload_bytes"] < 1024

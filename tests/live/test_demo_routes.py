@@ -50,6 +50,10 @@ def test_run_panel_shows_the_prediction(app_client: TestClient) -> None:
     assert "N = 2 ranks (gloo)" in panel.text
     assert 'hx-get="/demos/all-reduce/stream?size_mib=2.0&amp;iterations=3"' in panel.text
     assert 'hx-sse:close="done"' in panel.text
+    passes = re.search(r'<p [^>]*id="demo-passes">(.*?)</p>', panel.text, re.S)
+    assert passes, "the panel does not say which pass its figures came from"
+    assert "counted all-reduce, probes on" in passes.group(1)
+    assert "clean all-reduce" in passes.group(1)
 
 
 @pytest.mark.parametrize(
@@ -101,6 +105,7 @@ def test_a_finished_run_is_kept_and_replays_from_its_share_link(app_client: Test
     assert page.status_code == 200
     assert f'hx-get="/demos/runs/{run_id}/events"' in page.text
     assert 'name="size_mib"' in page.text and 'value="1.0"' in page.text
+    assert 'id="demo-passes"' in page.text  # a replay says which pass, as the live page does
 
     replay = _sse_events(app_client.get(f"/demos/runs/{run_id}/events").text)
     live_rows = [data for name, data in _sse_events(live.text) if name == "measurement"]

@@ -129,4 +129,6 @@ PAGE = DemoPage(
     predict=CollectivesPrediction,
     chart_data=chart_points,
     scripts=("/static/js/demo-collectives.js",),
+    passes="bytes (logical and wire) from a counted run of each collective, probes on; time from "
+    "a second, clean run, no probe (median of the iterations' clean runs, slowest rank).",
 )

@@ -139,4 +139,5 @@ PAGE = DemoPage(
     predict=MixedPrecisionPrediction,
     chart_data=chart_points,
     scripts=("/static/js/demo-mixed-precision.js",),
+    passes="all-reduce bytes from a counted all-reduce, probes on; this page shows no time.",
 )

@@ -142,4 +142,6 @@ PAGE = DemoPage(
         "microbatch_size": "Rows per micro-batch",
     },
     predict=PipelinePrediction,
+    passes="sends, receives and wire bytes from a counted step, probes on; the timeline, step "
+    "time and bubble from the next step, clean (each action timed by the clock alone).",
 )

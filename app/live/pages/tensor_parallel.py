@@ -132,4 +132,7 @@ PAGE = DemoPage(
     predict=TensorParallelPrediction,
     chart_data=chart_points,
     scripts=("/static/js/demo-tensor-parallel.js",),
+    passes="bytes (logical and wire) from a counted forward and backward of the split block, "
+    "probes on; time from the same forward and backward run again clean, no probe (the "
+    "summary: median of the steps' clean runs, slowest rank).",
 )

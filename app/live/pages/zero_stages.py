@@ -133,7 +133,8 @@ class ZeroPrediction:
         }
 
     def collectives(self, strategy: str) -> list[PredictedCollective]:
-        """What torch issues in a steady step (from the third on: DDP rebuilds its buckets)."""
+        """What torch issues in a steady step (from the third on, row 1's counted step: DDP
+        rebuilds its buckets in the second)."""
         n, full = self.world_size, self.model_bytes
         if strategy in ("ddp", "zero1"):
             calls = [PredictedCollective("backward", "all_reduce", None, full, n)]
@@ -221,4 +222,6 @@ PAGE = DemoPage(
     predict=ZeroPrediction,
     chart_data=chart_points,
     scripts=("/static/js/demo-zero-stages.js",),
+    passes="bytes (memory, logical and wire) from a counted Adam step, probes on; time from the "
+    "clean Adam step just before it, no probe. Each row is those two steps.",
 )
