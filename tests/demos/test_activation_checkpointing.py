@@ -1,10 +1,12 @@
-"""The activation-checkpointing demo on a real 2-rank gloo worker: saved bytes to the byte."""
+"""The activation-checkpointing demo on a real 2-rank gloo worker: saved bytes and the
+backward peak, to the byte."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.calc.activations import mlp_stack_saved_bytes
+from app.calc.checkpointing import mlp_stack_backward_peak
 from app.live.worker_process import LocalWorker
 from tests.worker_fixture import run_job
 
@@ -26,6 +28,9 @@ def test_saved_bytes_equal_the_calculator_and_gradients_match(demo_worker: Worke
         for row in event["ranks"]:
             expected = mlp_stack_saved_bytes(4, 64, 32, 128, 4, row["segment_layers"])
             assert row["saved_bytes"] == expected
+            peak = mlp_stack_backward_peak(4, 64, 32, 128, 4, row["segment_layers"])
+            assert (row["peak_bytes"], row["peak_segment"]) == (peak.total, peak.segment)
+            assert row["allocator_peak_bytes"] is None  # CPU: no allocator statistics
     # by hand: 4 * 64 * (32 + 2*128) * 4; 4 block inputs; 2 segment inputs of 64*32*4 B
     summary = events[-1]["summary"]
     assert [(m["mode"], m["saved_bytes"]) for m in summary["modes"]] == [
@@ -34,6 +39,16 @@ def test_saved_bytes_equal_the_calculator_and_gradients_match(demo_worker: Worke
         ("every 2 layers", 16_384),
     ]
     assert all(m["same_on_every_rank"] and m["gradients_equal"] for m in summary["modes"])
+    # by hand, u = 64*32*4 = 8,192 (a block input), v = 4u (a GeLU tensor), s = u + 2v; the
+    # gradients u + v and the loss with its seed 8 B are in every peak. None: 4s, in block 4.
+    # Every layer: 4 block inputs + block 4 rebuilt (s - u). Every 2: 2 inputs + blocks 3-4
+    # rebuilt (2s - u), in segment 2.
+    assert [(m["peak_bytes"], m["peak_segment"]) for m in summary["modes"]] == [
+        (294_912 + 40_960 + 8, 4),
+        (32_768 + 65_536 + 40_960 + 8, 4),
+        (16_384 + 139_264 + 40_960 + 8, 2),
+    ]
+    assert all(m["peak_same_on_every_rank"] for m in summary["modes"])
     assert summary["modes"][0]["time_vs_none"] == 1.0
 
 

@@ -23,6 +23,7 @@ def test_checkpointing_runs_from_the_page_and_ends_with_the_comparison(page: Pag
     summary = page.locator("#summary-table tbody tr")
     expect(summary).to_have_count(3, timeout=30_000)
     expect(summary.first).to_contain_text("294,912")  # 4 * 64 * (32 + 2 * 128) * 4
-    expect(page.locator("#summary-table .ok", has_text="= prediction")).to_have_count(3)
+    expect(summary.first.locator(".peak")).to_have_text("335,880")  # 294,912 + 64 * 160 * 4 + 8
+    expect(page.locator("#summary-table .ok", has_text="= prediction")).to_have_count(6)
     expect(page.locator("#demo-status")).to_have_text("Finished.")
     expect(page.locator("#demo-chart canvas").first).to_be_visible()

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.calc.activations import mlp_stack_saved_bytes
+from app.calc.checkpointing import mlp_stack_backward_peak
 from tests.live.test_demo_routes import _sse_events
 
 pytestmark = pytest.mark.demo
@@ -24,8 +25,12 @@ def test_checkpointing_stream_ends_with_a_summary_that_matches(app_client: TestC
     none = mlp_stack_saved_bytes(2, 8, 16, 64, 4)  # 2 * 8 * (16 + 128) * 4 = 9,216
     assert none == 9_216
     assert len(re.findall(r'<td class="num saved">9,216</td>', html)) == 2  # both ranks
+    # every layer checkpointed, in block 2: inputs 2 * 512 + block 2 rebuilt (4,608 - 512)
+    # + gradients 8 * (16 + 64) * 4 + loss and seed 2 * 4
+    assert mlp_stack_backward_peak(2, 8, 16, 64, 4, 1).total == 7_688
+    assert len(re.findall(r'<td class="num peak">7,688</td>', html)) == 3  # 2 ranks, summary
     assert 'id="summary-table"' in html
-    assert html.count("= prediction") == 3 and "≠ prediction" not in html
+    assert html.count("= prediction") == 6 and "≠ prediction" not in html  # saved, peak x 3
 
 
 def test_mixed_precision_stream_ends_with_the_range_table(app_client: TestClient) -> None:

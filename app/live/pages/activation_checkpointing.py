@@ -1,4 +1,8 @@
-"""The activation-checkpointing demo's page: saved bytes per mode from app.calc.activations."""
+"""The activation-checkpointing demo's page: saved bytes and the backward peak per mode.
+
+The figures come from app.calc.activations (saved at the end of forward) and
+app.calc.checkpointing (the peak during backward, recompute included).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.calc.activations import mlp_stack_saved_bytes
+from app.calc.checkpointing import BackwardPeak, mlp_stack_backward_peak
 from app.calc.flops import PASSES
 from app.formatting import latex_int
 from app.live.demo_page import DemoPage
@@ -19,6 +24,7 @@ class ModePrediction:
     mode: str
     segment_layers: int | None
     saved_bytes: int
+    peak: BackwardPeak
     passes: int  # forward passes' worth of compute per step (app.calc.flops.PASSES)
 
 
@@ -33,6 +39,12 @@ class CheckpointingPrediction:
             p.layers, p.tokens, p.width, p.hidden_width, FP32_BYTES, segment_layers
         )
 
+    def peak(self, segment_layers: int | None) -> BackwardPeak:
+        p = self.params
+        return mlp_stack_backward_peak(
+            p.layers, p.tokens, p.width, p.hidden_width, FP32_BYTES, segment_layers
+        )
+
     @property
     def modes(self) -> list[ModePrediction]:
         return [
@@ -40,6 +52,7 @@ class CheckpointingPrediction:
                 mode,
                 segment,
                 self.saved_bytes(segment),
+                self.peak(segment),
                 PASSES["training" if segment is None else "training_recompute"],
             )
             for mode, segment in self.params.modes
@@ -72,6 +85,22 @@ class CheckpointingPrediction:
             rf" = {latex_int(self.saved_bytes(segment_layers))}\ \text{{B}}"
         )
 
+    def formula_peak_latex(self, segment_layers: int | None) -> str:
+        """The peak's terms, as app.calc.checkpointing derives them: kept, rebuilt, gradients."""
+        peak = self.peak(segment_layers)
+        if segment_layers is None:
+            kept = r"L\,T\,(d + 2\cdot 4d)\,b"
+            values = latex_int(peak.kept)
+        else:
+            blocks = peak.last_block - peak.first_block + 1
+            kept = rf"\underbrace{{{peak.segment}\,T\,d\,b}}_{{j = {peak.segment}}} + "
+            kept += rf"\underbrace{{({blocks}\,T\,(d + 2\cdot 4d) - T\,d)\,b}}_{{n_j = {blocks}}}"
+            values = rf"{latex_int(peak.kept)} + {latex_int(peak.recomputed)}"
+        return (
+            rf"{kept} + T\,(d + 4d)\,b + 2b = {values} + {latex_int(peak.gradients)}"
+            rf" + {peak.loss} = {latex_int(peak.total)}\ \text{{B}}"
+        )
+
 
 def chart_points(event: dict[str, Any], prediction: CheckpointingPrediction) -> dict[str, Any]:
     first = event["ranks"][0]
@@ -101,6 +130,9 @@ PAGE = DemoPage(
         "steps": "Steps per mode",
     },
     predict=CheckpointingPrediction,
+    passes="saved bytes from a counted forward (saved-tensor hooks on) and the backward peak "
+    "from a traced step (every op watched), both untimed; time from a clean forward and "
+    "backward before them, no probe on.",
     chart_data=chart_points,
     scripts=("/static/js/demo-activation-checkpointing.js",),
 )

@@ -1,0 +1,148 @@
+"""Live tensor bytes op by op, through forward, recompute and backward.
+
+`LiveBytesTrace` is a TorchDispatchMode: every aten op torch runs while it is active, the
+recompute of a checkpointed segment and autograd's backward ops included (the engine carries
+the mode into backward), passes through it. After each op it notes the storages the op's
+outputs live in, and which tracked storages have died since the last op
+(`StorageWeakRef.expired()`: the storage's refcount reached zero, so the allocator has the
+bytes back). Storages are counted, not tensors, so views (a transpose, autograd's detach of a
+saved tensor) cost nothing, as they cost nothing in memory.
+
+Why this and not an allocator: torch 2.13 keeps no statistics for the CPU allocator
+(`torch.accelerator` memory stats cover accelerators only), and the profiler's memory events
+would need a timeline parsed back into tensors. Here every byte is a named tensor, so the peak
+can be split term by term. What it cannot see: scratch buffers an op allocates and frees
+inside its kernel, and storages that were alive before the trace began unless `track` names
+them. Frees are checked between ops, which is when they happen: a storage dies when the
+Python or autograd reference to it drops, never halfway through an op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+@dataclass
+class _Op:
+    label: str
+    name: str
+    born: list[int] = field(default_factory=list)  # ids of storages first seen in its outputs
+    died: list[int] = field(default_factory=list)  # ids found dead just before its outputs
+
+
+@dataclass(frozen=True)
+class LivePeak:
+    """The most bytes alive after any one op of a phase, and where that was."""
+
+    bytes_: int
+    label: str  # the phase mark in force at the peak (see `LiveBytesTrace.mark`)
+    op: str  # the aten op whose outputs brought it there
+
+
+class LiveBytesTrace(TorchDispatchMode):
+    """Bytes of the storages alive after every op, with `exclude`'s storages never counted.
+
+    `track` names tensors that exist before the trace and count from its start (a batch).
+    `mark(label)` starts a new phase; `on_gradient(tensor, label)` starts one when backward
+    reaches `tensor`, which is how the demo labels the segment backward is working on.
+    """
+
+    def __init__(self, track: Iterable[torch.Tensor] = (), exclude: Iterable[torch.Tensor] = ()):
+        super().__init__()
+        self._excluded = {tensor.untyped_storage()._cdata for tensor in exclude}
+        self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # StorageImpl address -> id
+        self._bytes: list[int] = []  # by id; an address can be reused once freed, an id not
+        self._ops: list[_Op] = []
+        self._label = "start"
+        start = _Op(self._label, "track")
+        for tensor in track:
+            self._see(tensor.untyped_storage(), start)
+        self._ops.append(start)
+
+    def mark(self, label: str) -> None:
+        self._label = label
+
+    def on_gradient(self, tensor: torch.Tensor, label: str) -> None:
+        # A tensor hook runs when the gradient of `tensor` is ready, before the nodes that
+        # consume it: from then on, backward works inside what produced `tensor`.
+        tensor.register_hook(lambda grad: self.mark(label))
+
+    def _see(self, storage: torch.UntypedStorage, op: _Op) -> None:
+        address = storage._cdata
+        if address in self._excluded or address in self._live:
+            return
+        self._live[address] = (len(self._bytes), StorageWeakRef(storage))
+        op.born.append(len(self._bytes))
+        self._bytes.append(storage.nbytes())
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        out = func(*args, **(kwargs or {}))
+        op = _Op(self._label, str(func.overloadpacket.__name__))
+        for address, (id_, ref) in list(self._live.items()):
+            if ref.expired():
+                del self._live[address]
+                op.died.append(id_)
+        for value in tree_leaves(out):
+            if isinstance(value, torch.Tensor):
+                self._see(value.untyped_storage(), op)
+        self._ops.append(op)
+        return out
+
+    def live_ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
+        """The ids of the traced storages that `tensors` live in (to leave them out later)."""
+        addresses = {tensor.untyped_storage()._cdata for tensor in tensors}
+        return {id_ for address, (id_, _) in self._live.items() if address in addresses}
+
+    def timeline(self, leave_out: set[int] = frozenset()) -> list[tuple[str, str, int]]:
+        """(label, op, bytes alive after it) for every op, without the `leave_out` ids."""
+        live = 0
+        rows = []
+        for op in self._ops:
+            live -= sum(self._bytes[i] for i in op.died if i not in leave_out)
+            live += sum(self._bytes[i] for i in op.born if i not in leave_out)
+            rows.append((op.label, op.name, live))
+        return rows
+
+    def peak(self, labels: Iterable[str], leave_out: set[int] = frozenset()) -> LivePeak:
+        """The first op with the most bytes alive among those labelled one of `labels`.
+
+        The replay runs over every op, so bytes born in earlier phases stay counted.
+        """
+        wanted = set(labels)
+        rows = [row for row in self.timeline(leave_out) if row[0] in wanted]
+        if not rows:
+            raise ValueError(f"no op ran under the labels {sorted(wanted)}")
+        label, op, bytes_ = max(rows, key=lambda row: row[2])
+        return LivePeak(bytes_, label, op)
+
+
+@dataclass
+class AllocatorPeak:
+    peak_bytes: int | None = None  # None on CPU, where torch keeps no allocator statistics
+
+
+@contextmanager
+def cuda_allocator_peak(device: torch.device) -> Iterator[AllocatorPeak]:
+    """On CUDA, the caching allocator's peak over the block, above what was allocated before.
+
+    The allocator's view, not the trace's: it also counts the parameter gradients, cuBLAS's
+    workspace and its 512-byte rounding. Written for GPU ranks, not yet run on one.
+    """
+    result = AllocatorPeak()
+    if device.type != "cuda":
+        yield result
+        return
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    yield result
+    torch.cuda.synchronize(device)
+    result.peak_bytes = torch.cuda.max_memory_allocated(device) - before
