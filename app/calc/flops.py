@@ -175,3 +175,53 @@ def estimate(
         cost=gpu_hours * price_per_gpu_hour,
         tokens_per_s=tokens / time_s,
     )
+
+
+def layer_forward_flops_per_token(layer_matmul_params: float, seq: int, d_attn: int) -> float:
+    """Forward FLOPs of one transformer layer per token: 2 P_layer + 4 s d_attn.
+
+    Narayanan et al. 2021 (arXiv:2104.04473), Appendix: a layer's forward costs 24 B s h^2
+    (QKV, projection and the 4h MLP: 2 FLOPs per weight per token) + 4 B s^2 h (the scores
+    Q K^T and their product with V, 2 s h each per token, no causal discount). Written per
+    token with the layer's matmul weights P_layer (12 h^2 for GPT) and the attention width
+    d_attn = heads * head_dim, so that GQA, SwiGLU and MoE (P_layer counts the experts a token
+    passes through) fit the same count.
+    """
+    if layer_matmul_params < 0 or seq < 1 or d_attn < 1:
+        raise ValueError("layer parameters cannot be negative; seq and d_attn must be >= 1")
+    return 2 * layer_matmul_params + 4 * seq * d_attn
+
+
+RECOMPUTE_FLOPS = ("none", "selective", "full")
+
+
+def training_flops_per_token(
+    layer_matmul_params: float,
+    n_layer: int,
+    logit_params: float,
+    seq: int,
+    d_attn: int,
+    recompute: str = "none",
+) -> float:
+    """FLOPs one trained token costs, counted the way Narayanan et al. count equation (3).
+
+    Forward, plus backward at twice the forward (3 passes), for the layers and the logit
+    layer (2 V h per token). Recomputation runs more forward work that the model does not
+    need: "full" the whole forward of every layer again (Narayanan Section 5.1: 4 passes for
+    the layers, 3 for the logits), "selective" only the attention core, Q K^T and the product
+    with V, 4 s d_attn per layer (Korthikanti et al., arXiv:2205.05198, Section 4.2.3). With
+    recompute="full" and GPT's shapes this is equation (3) divided by B s
+    (megatron_flops_per_iteration; tests/calc/test_flops.py). recompute="none" gives the
+    model FLOPs that MFU counts.
+    """
+    if recompute not in RECOMPUTE_FLOPS:
+        raise ValueError(f"recompute must be one of {RECOMPUTE_FLOPS}, got {recompute!r}")
+    if n_layer < 1 or logit_params < 0:
+        raise ValueError("n_layer must be at least 1 and logit parameters not negative")
+    layer = layer_forward_flops_per_token(layer_matmul_params, seq, d_attn)
+    flops = 3 * (n_layer * layer + 2 * logit_params)
+    if recompute == "full":
+        flops += n_layer * layer
+    elif recompute == "selective":
+        flops += n_layer * 4 * seq * d_attn
+    return flops

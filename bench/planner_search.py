@@ -1,0 +1,52 @@
+"""How long the layout planner's search takes: a 70B model on 1,024 H100s (8 per node).
+
+Prints the median wall time of --runs searches (each with fresh caches except the pipeline
+bubble's per-(schedule, p, v) coefficients, which are module-level), the first run apart, and
+how many layouts the search looked at, kept as valid, and found fitting.
+
+Run from the repository root:  .venv/bin/python bench/planner_search.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from app.calc.planner import cluster, plan, plan_request
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--model", default="llama3-70b")
+    parser.add_argument("--nodes", type=int, default=128)
+    parser.add_argument("--batch-tokens", type=int, default=4 * 1024 * 1024)
+    parser.add_argument("--seq-len", type=int, default=8192)
+    args = parser.parse_args()
+    request = plan_request(
+        args.model, cluster(nodes=args.nodes), args.batch_tokens, args.seq_len, 15e12
+    )
+    times = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        result = plan(request)
+        times.append(time.perf_counter() - start)
+    rejected = sum(group.count for group in result.rejected)
+    print(f"{args.model} on {request.cluster.gpus} GPUs, {args.batch_tokens} tokens/step, "
+          f"seq {args.seq_len}")  # fmt: skip
+    print(f"search: median {statistics.median(times) * 1e3:.0f} ms over {args.runs} runs "
+          f"(first {times[0] * 1e3:.0f} ms, fastest {min(times) * 1e3:.0f} ms)")  # fmt: skip
+    print(f"layouts: {result.enumerated} looked at, {rejected} rejected, {result.valid} valid, "
+          f"{result.feasible} fitting, {len(result.pareto)} on the Pareto front")  # fmt: skip
+    for group in result.rejected:
+        print(f"  {group.rule:<28} {group.count:>7}")
+    best = result.best
+    if best is not None:
+        print(f"best: {best.layout.describe()}: {best.step_time_s:.2f} s/step, "
+              f"MFU {best.mfu:.1%}, {best.memory_bytes / 1e9:.1f} GB/GPU, "
+              f"{best.days:.0f} days for 15T tokens")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
