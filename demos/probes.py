@@ -387,12 +387,20 @@ def model_state_bytes(module: torch.nn.Module, optimizer: torch.optim.Optimizer)
 
 
 def cuda_memory(device: torch.device) -> dict[str, int] | None:
-    """The CUDA caching allocator's view on this rank; None on CPU (torch has no CPU stats)."""
+    """The CUDA caching allocator's view on this rank; None on CPU (torch has no CPU stats).
+
+    `max_allocated` is the peak since the caller last reset it (reset_peak_memory_stats);
+    `reserved` is what the allocator holds from the driver, freed blocks included, which is
+    nearer to what nvidia-smi shows. Untested on GPU as of 2026-11-25.
+    """
     if device.type != "cuda":
         return None
+    # Kernels still queued may yet allocate or free: read the allocator once they have run.
+    torch.cuda.synchronize(device)
     return {
         "allocated": torch.cuda.memory_allocated(device),
         "max_allocated": torch.cuda.max_memory_allocated(device),
+        "reserved": torch.cuda.memory_reserved(device),
     }
 
 

@@ -52,9 +52,10 @@ from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from demos.specs import DEMO_PARAMS
+from demos.specs import DEMO_COLLECTIVES, DEMO_PARAMS
+from demos.specs._devices import job_problem
 
 if TYPE_CHECKING:
     from demos.probes import RankInfo
@@ -125,6 +126,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="auto: nccl when there is a GPU per local rank, else gloo (default: auto)",
     )
     parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where the demos' tensors live. auto: cuda with nccl, cpu with gloo; cuda with gloo "
+        "puts every rank on the GPUs (ranks may share one) and refuses demos whose collectives "
+        "gloo cannot run on CUDA (default: auto)",
+    )
+    parser.add_argument(
         "--pg-timeout-s",
         type=float,
         default=60.0,
@@ -189,7 +198,7 @@ def launch(args: argparse.Namespace) -> int:
         log.error("cannot listen on %s: %s", args.listen, exc)
         return 2
     master_port = _free_port()
-    rank_args = ["--backend", args.backend, "--listen", args.listen]
+    rank_args = ["--backend", args.backend, "--device", args.device, "--listen", args.listen]
     rank_args += ["--pg-timeout-s", str(args.pg_timeout_s)]
     ranks = []
     for rank in range(args.ranks):
@@ -334,11 +343,17 @@ class JobRunner:
             emit({"event": "done", "summary": summary})
         return str(verdict[0]), len(measurements)
 
+    def problem(self, name: str, params: BaseModel) -> str | None:
+        """Why this rank's backend and device cannot run the job, or None (see specs/_devices)."""
+        rank = self.rank
+        return job_problem(name, DEMO_COLLECTIVES[name], params, rank.backend, rank.device.type)
+
     def warm_up(self) -> None:
-        """Run every demo once, so the first real job pays no first-call costs."""
+        """Run every demo this worker can run once, so a real job pays no first-call costs."""
         emit = (lambda _event: True) if self.rank.rank == 0 else None
         for name, demo in self.demos.items():
-            self.execute(Job("warm-up", name, demo.WARMUP), emit)
+            if self.problem(name, DEMO_PARAMS[name].model_validate(demo.WARMUP)) is None:
+                self.execute(Job("warm-up", name, demo.WARMUP), emit)
 
 
 def _client_gone(conn: socket.socket) -> bool:
@@ -399,11 +414,14 @@ def describe_validation_error(demo: str, error: ValidationError) -> str:
 class Server:
     """Rank 0's side: answers requests and hands jobs to the other ranks."""
 
-    def __init__(self, runner: JobRunner, store: Any, token: str, backend: str) -> None:
+    def __init__(
+        self, runner: JobRunner, store: Any, token: str, backend: str, device_name: str
+    ) -> None:
         self.runner = runner
         self.store = store
         self.token = token
         self.backend = backend
+        self.device_name = device_name
         self.jobs_started = 0
 
     def serve(self, listener: socket.socket) -> None:
@@ -448,6 +466,8 @@ class Server:
             "ready": True,
             "world_size": self.runner.rank.world_size,
             "backend": self.backend,
+            "device": self.runner.rank.device.type,
+            "device_name": self.device_name,
             "demos": sorted(self.runner.demos),
         }
 
@@ -461,6 +481,10 @@ class Server:
             params = DEMO_PARAMS[name].model_validate(request.get("params", {}))
         except ValidationError as exc:
             _send(conn, {"event": "error", "message": describe_validation_error(name, exc)})
+            return
+        problem = self.runner.problem(name, params)
+        if problem is not None:
+            _send(conn, {"event": "error", "message": f"refused: {problem}"})
             return
         job = Job(uuid.uuid4().hex[:12], name, params.model_dump())
         world_size = self.runner.rank.world_size
@@ -495,6 +519,20 @@ def follow_jobs(runner: JobRunner, store: Any) -> None:
     for sequence in itertools.count(1):
         job = Job(**json.loads(store.get(f"job/{sequence}")))
         runner.execute(job, None)
+
+
+def resolve_device(requested: str, backend: str) -> str:
+    """cpu or cuda. NCCL only moves CUDA tensors; gloo moves host ones, and CUDA ones for the
+    collectives in specs/_devices.py (it copies them through pinned host memory)."""
+    import torch
+
+    if backend == "nccl":
+        if requested == "cpu":
+            raise SystemExit("--backend nccl needs --device cuda (or auto)")
+        return "cuda"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda needs a visible GPU")
+    return "cuda" if requested == "cuda" else "cpu"
 
 
 def resolve_backend(requested: str, local_ranks: int) -> str:
@@ -539,9 +577,14 @@ def rank_main(args: argparse.Namespace) -> int:
             importlib.import_module(module)
 
     backend = resolve_backend(args.backend, local_ranks)
-    device = torch.device("cuda", local_rank) if backend == "nccl" else torch.device("cpu")
-    if backend == "nccl":
+    if resolve_device(args.device, backend) == "cuda":
+        # Untested on GPU as of 2026-11-25 for gloo. NCCL has one GPU per local rank; gloo's
+        # ranks share the GPUs there are, which is how one GPU hosts several ranks.
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
+        device_name = torch.cuda.get_device_name(device)
+    else:
+        device, device_name = torch.device("cpu"), "cpu"
     dist.init_process_group(
         backend,
         timeout=timedelta(seconds=args.pg_timeout_s),
@@ -562,13 +605,14 @@ def rank_main(args: argparse.Namespace) -> int:
         return 0
     with socket.create_server(parse_address(args.listen), backlog=16) as listener:
         log.info(
-            "ready: %d rank(s), %s, listening on %s, demos: %s",
+            "ready: %d rank(s), %s on %s, listening on %s, demos: %s",
             world_size,
             backend,
+            device_name,
             args.listen,
             ", ".join(demos),
         )
-        Server(runner, store, os.environ[TOKEN_ENV], backend).serve(listener)
+        Server(runner, store, os.environ[TOKEN_ENV], backend, device_name).serve(listener)
     return 0
 
 

@@ -86,11 +86,12 @@ class Block(nn.Module):
 class TinyGPT(nn.Module):
     def __init__(self, params: ZeroStagesParams) -> None:
         super().__init__()
-        self.tok = nn.Embedding(params.vocab, params.width)
-        self.pos = nn.Embedding(params.seq_len, params.width)
-        self.blocks = nn.ModuleList(Block(params.width) for _ in range(params.layers))
-        self.ln_f = nn.LayerNorm(params.width)
-        self.head = nn.Linear(params.width, params.vocab, bias=False)
+        d = params.d_model
+        self.tok = nn.Embedding(params.vocab, d)
+        self.pos = nn.Embedding(params.seq_len, d)
+        self.blocks = nn.ModuleList(Block(d) for _ in range(params.layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, params.vocab, bias=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], device=tokens.device)
@@ -168,21 +169,29 @@ def counted_step(
     tokens: torch.Tensor,
     rank: RankInfo,
 ) -> dict[str, Any]:
-    """One training step inside a counted window, phase by phase; then its model states."""
+    """One training step inside a counted window, phase by phase; then its model states.
+
+    On CUDA ranks, `cuda` holds the allocator's reading after each phase (its `max_allocated`
+    after "step" is the step's peak: train() resets it before the step); None on CPU.
+    """
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     phases: dict[str, dict[str, Any]] = {}
+    allocator: dict[str, dict[str, int] | None] = {}
     with CountedStep(rank.sync) as step:
         with step.counter.phase("forward"), WireMeter() as wire:
             logits = model(inputs)
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         params_after_forward = storage_bytes(holder.parameters())
         phases["forward"] = _phase_row(step, "forward", wire)
+        allocator["forward"] = cuda_memory(rank.device)
         with step.counter.phase("backward"), WireMeter() as wire:
             loss.backward()
         phases["backward"] = _phase_row(step, "backward", wire)
+        allocator["backward"] = cuda_memory(rank.device)
         with step.counter.phase("step"), WireMeter() as wire:
             optimizer.step()
         phases["step"] = _phase_row(step, "step", wire)
+        allocator["step"] = cuda_memory(rank.device)
     memory = model_state_bytes(holder, optimizer)
     memory["params_after_forward"] = params_after_forward
     optimizer.zero_grad(set_to_none=True)
@@ -191,7 +200,7 @@ def counted_step(
         "loss": loss.item(),
         "phases": phases,
         "memory": memory,
-        "cuda": cuda_memory(rank.device),
+        "cuda": allocator if rank.device.type == "cuda" else None,
     }
 
 

@@ -32,6 +32,8 @@ from app.live.runs import finish_run, get_run, start_run
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
 from app.templating import templates
+from demos.specs import DEMO_COLLECTIVES
+from demos.specs._devices import job_problem
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +220,13 @@ def add_demo_routes(page: DemoPage) -> None:
             status = await _client(request).status(timeout_s=30.0)
         except WorkerUnavailable as exc:
             return _unavailable(request, str(exc))
+        # A worker's device bounds some specs (a model size only a GPU steps in time) and, with
+        # gloo on CUDA, which demos it runs: refuse here, before the stream, with the reason.
+        device = str(status.get("device", "cpu"))
+        collectives = DEMO_COLLECTIVES[page.demo]
+        problem = job_problem(page.demo, collectives, params, str(status["backend"]), device)
+        if problem is not None:
+            return _errors(request, [problem], 422)
         world_size = int(status["world_size"])
         stream_url = f"{page.path}/stream?" + urlencode(params.model_dump())
         context = {

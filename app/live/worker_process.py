@@ -40,6 +40,7 @@ class LocalWorker:
         log_path: Path,
         ranks: int = 2,
         backend: str = "auto",
+        device: str = "auto",
         stop_timeout_s: float = 8.0,
         pg_timeout_s: float = 10.0,
     ) -> None:
@@ -49,6 +50,7 @@ class LocalWorker:
         self.log_path = Path(log_path)
         self.ranks = ranks
         self.backend = backend
+        self.device = device
         # Longer than the launcher's own grace for its ranks, so it normally reaps them itself.
         self.stop_timeout_s = stop_timeout_s
         self.pg_timeout_s = pg_timeout_s
@@ -75,7 +77,8 @@ class LocalWorker:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         command = [sys.executable, "-m", "demos.worker", "--ranks", str(self.ranks)]
-        command += ["--backend", self.backend, "--listen", self.address, "--exit-with-parent"]
+        command += ["--backend", self.backend, "--device", self.device]
+        command += ["--listen", self.address, "--exit-with-parent"]
         command += ["--pg-timeout-s", str(self.pg_timeout_s)]
         self._proc = subprocess.Popen(
             command,

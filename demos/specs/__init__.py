@@ -4,24 +4,33 @@ Torch-free on purpose: the web app validates a request with these models before 
 reaches the worker, and the worker validates again with the same models.
 
 One module per demo, named like the demo (`demos/specs/<demo>.py` for `demos/<demo>.py`),
-each defining `PARAMS`, its pydantic model. The worker's demo table is built from this one.
+each defining `PARAMS`, its pydantic model, and `COLLECTIVES`, the kinds its tensors travel by
+(demos/specs/_devices.py says which a backend runs on which device), and `MIN_RANKS` where a
+demo needs more than one rank. The worker's demo table is built from this one.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from types import ModuleType
 
 from pydantic import BaseModel
 
 
-def _discover() -> dict[str, type[BaseModel]]:
-    found: dict[str, type[BaseModel]] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
-        if info.name.startswith("_"):
-            continue
-        found[info.name] = importlib.import_module(f"{__name__}.{info.name}").PARAMS
-    return found
+def _discover() -> dict[str, ModuleType]:
+    return {
+        info.name: importlib.import_module(f"{__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)
+        if not info.name.startswith("_")
+    }
 
 
-DEMO_PARAMS: dict[str, type[BaseModel]] = _discover()
+_SPECS = _discover()
+DEMO_PARAMS: dict[str, type[BaseModel]] = {name: spec.PARAMS for name, spec in _SPECS.items()}
+DEMO_COLLECTIVES: dict[str, tuple[str, ...]] = {
+    name: spec.COLLECTIVES for name, spec in _SPECS.items()
+}
+DEMO_MIN_RANKS: dict[str, int] = {
+    name: getattr(spec, "MIN_RANKS", 1) for name, spec in _SPECS.items()
+}

@@ -63,3 +63,4 @@ class ActivationCheckpointingParams(BaseModel):
 
 
 PARAMS = ActivationCheckpointingParams
+COLLECTIVES: tuple[str, ...] = ()  # every rank trains alone

@@ -31,3 +31,6 @@ class AllReduceParams(BaseModel):
 
 
 PARAMS = AllReduceParams
+COLLECTIVES = ("all_reduce",)
+# One rank all-reduces with itself: zero bytes, nothing to measure.
+MIN_RANKS = 2

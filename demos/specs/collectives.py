@@ -38,3 +38,6 @@ class CollectivesParams(BaseModel):
 
 
 PARAMS = CollectivesParams
+COLLECTIVES = KINDS
+# One rank's collectives move zero bytes: nothing to measure.
+MIN_RANKS = 2

@@ -65,3 +65,4 @@ class MixedPrecisionParams(BaseModel):
 
 
 PARAMS = MixedPrecisionParams
+COLLECTIVES = ("all_reduce",)

@@ -91,6 +91,9 @@ class PipelineSchedulesParams(BaseModel):
 
 
 PARAMS = PipelineSchedulesParams
+COLLECTIVES = ("send", "recv")
+# One rank is one stage: no sends, no bubble to measure.
+MIN_RANKS = 2
 
 
 def timeline_blocks(ranks: list[dict[str, Any]]) -> list[list[Block]]:

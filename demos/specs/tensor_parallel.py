@@ -75,3 +75,6 @@ class TensorParallelParams(BaseModel):
 
 
 PARAMS = TensorParallelParams
+COLLECTIVES = ("all_reduce", "all_gather")
+# One rank holds the whole block: its collectives move zero bytes.
+MIN_RANKS = 2

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 HEADS = 4
 MLP_RATIO = 4
+# The width is multiplied by the model scale. At the largest (width 128 x 8 = 1024, 4 layers,
+# vocabulary 1024) the model has 52.5 M parameters: 210 MB of fp32 weights and 840 MB of DDP's
+# model states per rank, which a GPU steps in milliseconds; two CPU ranks would take minutes,
+# so on CPU the scale stays 1 and the model within the bounds below.
+MODEL_SCALES = (1, 2, 4, 8)
+MAX_MODEL_SCALE = {"cpu": 1, "cuda": 8}
 
 Shape = tuple[int, ...]
 
@@ -62,9 +68,40 @@ class ZeroStagesParams(BaseModel):
         ),
     ] = 25.0
 
+    model_scale: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=max(MODEL_SCALES),
+            description="Multiplies the width (1, 2, 4 or 8); above 1 only on CUDA ranks.",
+        ),
+    ] = 1
+
+    @field_validator("model_scale")
+    @classmethod
+    def _one_of_the_scales(cls, scale: int) -> int:
+        if scale not in MODEL_SCALES:
+            raise ValueError(f"must be one of {', '.join(map(str, MODEL_SCALES))}")
+        return scale
+
+    @property
+    def d_model(self) -> int:
+        """The width the model is built with."""
+        return self.width * self.model_scale
+
+    def device_problem(self, device: str) -> str | None:
+        """Why a worker on `device` ("cpu" or "cuda") refuses this model size, or None."""
+        most = MAX_MODEL_SCALE.get(device, 1)
+        if self.model_scale > most:
+            return (
+                f"model scale {self.model_scale} needs CUDA ranks; this worker runs on {device}, "
+                f"where the scale is at most {most}"
+            )
+        return None
+
     def block_shapes(self) -> list[Shape]:
         """One transformer block's parameters, in registration order."""
-        d, h = self.width, MLP_RATIO * self.width
+        d, h = self.d_model, MLP_RATIO * self.d_model
         return [
             (d,), (d,),  # ln1 weight, bias
             (3 * d, d), (3 * d,),  # qkv
@@ -76,7 +113,7 @@ class ZeroStagesParams(BaseModel):
 
     def root_shapes(self) -> list[Shape]:
         """Parameters outside the blocks: embeddings, final norm, output head (untied)."""
-        d = self.width
+        d = self.d_model
         return [(self.vocab, d), (self.seq_len, d), (d,), (d,), (self.vocab, d)]
 
     def shape_groups(self) -> list[list[Shape]]:
@@ -91,3 +128,6 @@ class ZeroStagesParams(BaseModel):
 
 
 PARAMS = ZeroStagesParams
+# DDP all-reduces and broadcasts; ZeroRedundancyOptimizer broadcasts; FSDP2 all-gathers
+# and reduce-scatters.
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter")

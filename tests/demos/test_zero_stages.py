@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.live.pages.zero_stages import STRATEGIES, ZeroPrediction
@@ -165,3 +167,37 @@ def test_ddp_second_step_carries_the_bucket_rebuild_broadcasts(
     assert forward[1] == [] and forward[2] == []
     assert [c["kind"] for c in forward[0]] == ["broadcast"]
     assert 0 < forward[0][0]["payload_bytes"] < 1024
+
+
+@pytest.mark.demo
+def test_cpu_ranks_report_no_allocator_figures(events: list[dict[str, Any]]) -> None:
+    rows = [row for event in events[1:-1] for row in event["ranks"]]
+    assert len(rows) == 24 and all(row["cuda"] is None for row in rows)
+    strategies = events[-1]["summary"]["strategies"]
+    assert all(strategies[s]["cuda"] == [None, None] for s in STRATEGIES)
+
+
+@pytest.mark.demo
+def test_a_cpu_worker_refuses_a_model_scale_above_one(demo_worker: WorkerInfo) -> None:
+    _, address, token = demo_worker
+    events = run_job(address, token, "zero_stages", {**PARAMS, "model_scale": 2})
+    assert [event["event"] for event in events] == ["error"]
+    assert events[0]["message"] == (
+        "refused: model scale 2 needs CUDA ranks; this worker runs on cpu, "
+        "where the scale is at most 1"
+    )
+
+
+def test_the_largest_model_scale_is_hundreds_of_mb_per_rank() -> None:
+    largest = ZeroStagesParams(width=128, layers=4, vocab=1024, seq_len=64, model_scale=8)
+    assert largest.d_model == 1024
+    # 4 blocks of 12 d^2 + 13 d, two embeddings of 1024 x d, positions 64 x d, final norm 2 d
+    params = 4 * (12 * 1024**2 + 13 * 1024) + 2 * 1024 * 1024 + 64 * 1024 + 2 * 1024
+    assert sum(math.prod(shape) for shape in largest.shapes()) == params == 52_549_632
+    assert ZeroPrediction(largest, 1).memory("ddp", 0)["params"] == 4 * params  # 210 MB
+
+
+@pytest.mark.parametrize("scale", [0, 3, 16])
+def test_model_scale_is_one_of_the_listed_scales(scale: int) -> None:
+    with pytest.raises(ValidationError):
+        ZeroStagesParams(model_scale=scale)

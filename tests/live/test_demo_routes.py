@@ -187,3 +187,11 @@ def test_zero_stages_refuses_a_width_the_heads_do_not_divide(app_client: TestCli
     stream = app_client.get("/demos/ddp-vs-zero/stream", params={**ZERO_PARAMS, "steps": 7})
     assert stream.status_code == 422
     assert stream.json()["detail"][0]["loc"] == ["query", "steps"]
+
+
+def test_zero_stages_refuses_a_gpu_model_scale_on_a_cpu_worker(app_client: TestClient) -> None:
+    panel = app_client.get("/demos/ddp-vs-zero/run", params={**ZERO_PARAMS, "model_scale": "8"})
+    assert panel.status_code == 422
+    assert "model scale 8 needs CUDA ranks; this worker runs on cpu" in panel.text
+    shown = app_client.get("/demos/ddp-vs-zero/run", params={**ZERO_PARAMS, "model_scale": "1"})
+    assert shown.status_code == 200 and 'id="zero-prediction"' in shown.text

@@ -57,6 +57,8 @@ def test_status_describes_the_worker(demo_worker: WorkerInfo) -> None:
         "ready": True,
         "world_size": 2,
         "backend": "gloo",
+        "device": "cpu",  # the app bounds device-dependent specs by it
+        "device_name": "cpu",
         "demos": sorted(DEMO_PARAMS),  # every demo the registry found, all_reduce among them
     }
 

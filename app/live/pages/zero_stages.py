@@ -218,6 +218,7 @@ PAGE = DemoPage(
         "batch": "Batch per rank",
         "steps": "Steps",
         "bucket_cap_mb": "DDP bucket (MB)",
+        "model_scale": "Model scale",
     },
     predict=ZeroPrediction,
     chart_data=chart_points,
