@@ -21,7 +21,9 @@ EXAMPLES_PER_RULE = 3
 
 
 def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+    """Ascending; pairs up to sqrt(n), since a replica may hold 2**20 sequences or more."""
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
 
 
 class _Rejections:
@@ -64,6 +66,12 @@ def _schedules(req: PlanRequest, pp: int) -> list[tuple[str, int]]:
 _Found = tuple[float, float, Degrees, int, bool, str, int, str, int]
 
 
+def _rank_key(f: _Found) -> tuple[float, float]:
+    # Step times equal to the microsecond are a tie, won by the smaller memory: otherwise the
+    # "best" of a tie could sit off the Pareto front (same time, more memory).
+    return (round(f[0], 6), f[1])
+
+
 def _layout(f: _Found) -> Layout:
     _, _, d, zero, dist, recompute, b, schedule, v = f
     return Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, recompute, b, schedule, v)
@@ -72,7 +80,7 @@ def _layout(f: _Found) -> Layout:
 def _pareto(found: list[_Found]) -> list[_Found]:
     """Fitting layouts that no other beats on both step time and memory (ties: the first)."""
     front: list[_Found] = []
-    for f in sorted(found, key=lambda f: (f[0], f[1])):
+    for f in sorted(found, key=_rank_key):
         if not front or f[1] < front[-1][1]:
             front.append(f)
     return front
@@ -108,7 +116,7 @@ def plan(request: PlanRequest) -> Plan:
                         rejections.add(lambda d=d: Layout(d.dp, d.tp, d.pp, d.cp, d.ep), *problem)
                         continue
                     _search_split(req, costs, d, rejections, found, counts)
-    found.sort(key=lambda f: f[0])
+    found.sort(key=_rank_key)
     return Plan(
         request=req,
         ranked=tuple(costs.cost(_layout(f)) for f in found[: req.top]),
