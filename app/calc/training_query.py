@@ -66,8 +66,9 @@ def _count(le: int, ge: int = 1, description: str = "") -> object:
     return Field(ge=ge, le=le, description=description)
 
 
-class TrainingQuery(BaseModel):
-    """Everything the training-memory calculator takes. Model fields left out come from `preset`."""
+class ModelQuery(BaseModel):
+    """A model as the calculators' forms take it: a preset, and any shape field given instead.
+    Shared by the training-memory and planner queries."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -91,6 +92,23 @@ class TrainingQuery(BaseModel):
     experts: Annotated[int | None, _count(1024)] = None
     top_k: Annotated[int | None, _count(1024)] = None
     shared_experts: Annotated[int | None, _count(64, ge=0)] = None
+
+    def model(self) -> ModelConfig:
+        """The preset's shape, with every model field the query gives taken instead."""
+        return model_with(self.preset, {n: getattr(self, n) for n in MODEL_FIELDS}, LABELS)
+
+    def shape_problems(self, cfg: ModelConfig) -> list[str]:
+        """What makes the shape no transformer, in the form's words."""
+        problems = []
+        if cfg.kv_heads > cfg.heads or cfg.heads % cfg.kv_heads:
+            problems.append("KV heads must divide the attention heads")
+        if cfg.top_k > cfg.experts:
+            problems.append("Top-k cannot exceed the number of experts")
+        return problems
+
+
+class TrainingQuery(ModelQuery):
+    """Everything the training-memory calculator takes. Model fields left out come from `preset`."""
 
     dp: Annotated[int, _count(65_536, description="the degree ZeRO shards over")] = 4
     tp: Annotated[int, _count(512)] = 8
@@ -124,11 +142,7 @@ class TrainingQuery(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> TrainingQuery:
         cfg = self.model()
-        problems = []
-        if cfg.kv_heads > cfg.heads or cfg.heads % cfg.kv_heads:
-            problems.append("KV heads must divide the attention heads")
-        if cfg.top_k > cfg.experts:
-            problems.append("Top-k cannot exceed the number of experts")
+        problems = self.shape_problems(cfg)
         if cfg.heads % self.tp:
             problems.append("Tensor parallel (TP) must divide the attention heads")
         if self.pp > cfg.layers:
@@ -153,10 +167,6 @@ class TrainingQuery(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
-
-    def model(self) -> ModelConfig:
-        """The preset's shape, with every model field the query gives taken instead."""
-        return model_with(self.preset, {n: getattr(self, n) for n in MODEL_FIELDS}, LABELS)
 
     def setup(self) -> TrainingSetup:
         return TrainingSetup(

@@ -23,6 +23,7 @@ CALCULATOR_PAGES = {
     "roofline": ("Roofline", "/calculators/roofline"),
     "inference-memory": ("Inference memory", "/calculators/inference-memory"),
     "failures": ("Failures and checkpoints", "/calculators/failures"),
+    "planner": ("Parallel layout planner", "/calculators/planner"),
 }
 DEMO_PAGES = {slug: (page.title, page.path) for slug, page in LIVE_DEMO_PAGES.items()}
 DIFFICULTY = {1: "basics", 2: "working knowledge", 3: "senior"}

@@ -1,6 +1,6 @@
 // Forms that describe a model (data-presets: the preset slug -> its fields, as JSON): picking a
-// preset fills the model fields, and editing a model field switches the picker to "custom".
-// Shared by the training-memory and inference-memory pages.
+// preset fills the model fields, and editing a model field switches the picker to "custom"; a
+// pasted config.json fills them through the API. Shared by the calculator pages with a model.
 (function () {
   "use strict";
 
@@ -18,6 +18,27 @@
     Object.keys(fields).forEach(function (name) { setField(form, name, fields[name]); });
   }
 
+  function onConfig(f) {
+    var status = f.querySelector("#hf-config-status");
+    var text = f.querySelector("#hf-config").value;
+    var body;
+    try { body = JSON.parse(text); } catch (err) { status.textContent = "Not valid JSON: " + err.message; return; }
+    fetch("/api/calc/model/from-hf-config", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    }).then(function (r) { return r.json().then(function (j) { return [r.status, j]; }); })
+      .then(function (res) {
+        if (res[0] !== 200) {
+          var detail = res[1].detail;
+          status.textContent = typeof detail === "string" ? detail : JSON.stringify(detail);
+          return;
+        }
+        fillModel(f, res[1].model);
+        setField(f, "preset", "custom");
+        status.textContent = "Filled: " + res[1].total_params.toLocaleString() + " parameters.";
+        recalc(f);
+      });
+  }
+
   function wire(form) {
     var presets = JSON.parse(form.dataset.presets);
     var picker = form.querySelector('select[name="preset"]');
@@ -31,6 +52,8 @@
         el.addEventListener("input", function () { picker.value = "custom"; });
       });
     });
+    var fill = form.querySelector("#hf-config-fill");
+    if (fill) fill.addEventListener("click", function () { onConfig(form); });
   }
 
   window.ShardLabModel = { fillModel: fillModel, setField: setField, recalc: recalc };

@@ -1,0 +1,359 @@
+"""The layout planner's inputs: one flat model shared by the page, the shareable URL, the JSON
+API and the command line, with every bound a person can hit explained in words; and its full
+answer as plain data.
+
+The numbers are app.calc.planner's; this module only bounds what it is asked (so that one
+request stays a few seconds of search at most) and lays its answer out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from app.calc.hardware import ACCELERATORS
+from app.calc.links import LINKS
+from app.calc.model import count_params
+from app.calc.planner import (
+    PIPELINE_SCHEDULES,
+    RECOMPUTE,
+    RULES,
+    STEP_TERMS,
+    Layout,
+    LayoutCost,
+    Plan,
+    PlanRequest,
+    WhyNot,
+    cluster,
+    plan,
+    plan_request,
+    why_not,
+)
+from app.calc.training_query import LABELS as TRAINING_LABELS
+from app.calc.training_query import ModelQuery, OptimizerName, Preset, RecipeName
+
+MAX_GPUS = 16_384  # Llama 3 405B's largest run; bounds the search to seconds
+MAX_TOP = 200
+MAX_SEQUENCES = 65_536  # per step; the search tries every micro-batch dividing a replica's share
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """A GPU as the planner needs it: its FLOPs, its memory and the link inside its node."""
+
+    accelerator: str  # app.calc.hardware.ACCELERATORS
+    memory: str  # app.calc.gpus.GPUS
+    intra_node: str  # app.calc.links.LINKS, the usual link between GPUs of one node
+
+    @property
+    def name(self) -> str:
+        return ACCELERATORS[self.accelerator].name
+
+
+GPU_TYPES: dict[str, GpuType] = {
+    "h100-sxm": GpuType("h100-sxm", "h100-80gb", "nvlink4"),
+    "h200": GpuType("h200", "h200", "nvlink4"),
+    "a100-80gb-sxm": GpuType("a100-80gb-sxm", "a100-80gb", "nvlink3"),
+    "h100-pcie": GpuType("h100-pcie", "h100-80gb", "pcie5"),
+}
+
+# Presets of published runs: a label, where it comes from, and the page's inputs (the
+# published degrees as the layout to compare with the planner's best). A hook: the planner
+# package offers no published runs yet; when it does, this table should come from it.
+RUN_PRESETS: dict[str, tuple[str, str, dict[str, object]]] = {
+    "llama3-405b-8k": (
+        "Llama 3 405B pre-training, 8,192 H100s",
+        "Llama Team, The Llama 3 Herd of Models, arXiv:2407.21783, Table 4 (TP 8, CP 1, "
+        "PP 16, DP 64, 16M tokens of 8,192 per batch) and Section 3.1 (15.6T tokens)",
+        {
+            "preset": "llama3-405b", "gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1024,
+            "global_batch_tokens": 16 * 2**20, "seq_len": 8192, "token_budget": 15.6e12,
+            "uneven_pipeline": True, "dp": 64, "tp": 8, "pp": 16, "cp": 1,
+        },
+    ),
+}  # fmt: skip
+
+LAYOUT_FIELDS = (
+    "dp", "tp", "pp", "cp", "ep", "zero_stage", "distributed_optimizer", "recompute",
+    "micro_batch", "schedule", "virtual_stages",
+)  # fmt: skip
+
+LABELS = {
+    **TRAINING_LABELS,
+    "preset": "Model",
+    "gpu": "GPU type",
+    "gpus_per_node": "GPUs per node",
+    "nodes": "Nodes",
+    "intra_node": "Link inside a node",
+    "inter_node": "Link between nodes",
+    "global_batch_tokens": "Global batch (tokens)",
+    "seq_len": "Sequence length",
+    "token_budget": "Token budget",
+    "flash_attention": "FlashAttention",
+    "uneven_pipeline": "Uneven pipeline stages",
+    "matmul_efficiency": "Matmul efficiency",
+    "top": "Layouts listed",
+    "dp": "Layout DP",
+    "tp": "Layout TP",
+    "pp": "Layout PP",
+    "cp": "Layout CP",
+    "ep": "Layout EP",
+    "zero_stage": "Layout ZeRO stage",
+    "distributed_optimizer": "Layout distributed optimizer",
+    "recompute": "Layout recompute",
+    "micro_batch": "Layout micro-batch",
+    "schedule": "Layout schedule",
+    "virtual_stages": "Layout virtual stages",
+}
+
+GpuTypeName = Literal[tuple(GPU_TYPES)]  # type: ignore[valid-type]
+LinkName = Literal[tuple(LINKS)]  # type: ignore[valid-type]
+ScheduleName = Literal[PIPELINE_SCHEDULES]  # type: ignore[valid-type]
+RecomputeName = Literal[RECOMPUTE]  # type: ignore[valid-type]
+
+
+def _degree(description: str = "") -> Any:
+    return Field(ge=1, le=MAX_GPUS, description=description)
+
+
+class PlannerQuery(ModelQuery):
+    """Everything the planner takes: a model (a preset, or shape fields given instead), the
+    cluster, the batch and the token budget; optionally one layout to explain ("why not")."""
+
+    preset: Preset = Field("llama3-8b", description="A published model, or 'custom'.")
+
+    gpu: GpuTypeName = Field("h100-sxm", description="accelerator: peak FLOP/s and memory")
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)] = 8
+    nodes: Annotated[int, Field(ge=1, le=MAX_GPUS)] = 1
+    intra_node: LinkName | None = Field(None, description="empty: the GPU type's own link")
+    inter_node: LinkName = "ib-ndr"
+    global_batch_tokens: Annotated[
+        int, Field(ge=1, le=2**27, description="tokens per optimizer step")
+    ] = 2**20
+    seq_len: Annotated[int, Field(ge=1, le=1_048_576)] = 8192
+    token_budget: Annotated[float, Field(gt=0, le=1e15, description="tokens to train on")] = 1e12
+    recipe: RecipeName = "mixed_bf16"
+    optimizer: OptimizerName = "adam"
+    flash_attention: bool = True
+    uneven_pipeline: bool = Field(False, description="allow pp not dividing the layers")
+    matmul_efficiency: Annotated[
+        float | None,
+        Field(ge=0.05, le=1, description="fraction of peak a matmul reaches; empty: measured MAMF"),
+    ] = None
+    top: Annotated[int, Field(ge=1, le=MAX_TOP, description="ranked layouts listed")] = 50
+
+    # One layout to explain (why not?); all empty: the best. Degrees left out are 1, dp the rest.
+    dp: Annotated[int | None, _degree("layout: data parallel")] = None
+    tp: Annotated[int | None, _degree("layout: tensor parallel")] = None
+    pp: Annotated[int | None, _degree("layout: pipeline parallel")] = None
+    cp: Annotated[int | None, _degree("layout: context parallel")] = None
+    ep: Annotated[int | None, _degree("layout: expert parallel")] = None
+    zero_stage: Annotated[int | None, Field(ge=0, le=3, description="layout: ZeRO stage")] = None
+    distributed_optimizer: bool | None = Field(None, description="layout: Megatron's")
+    recompute: RecomputeName | None = Field(None, description="layout: activation recompute")
+    micro_batch: Annotated[
+        int | None, Field(ge=1, le=4096, description="layout: micro-batch b")
+    ] = None
+    schedule: ScheduleName | None = Field(None, description="layout: pipeline schedule")
+    virtual_stages: Annotated[
+        int | None, Field(ge=1, le=64, description="layout: model chunks per stage v")
+    ] = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PlannerQuery:
+        problems = self.shape_problems(self.model())
+        gpus = self.gpus_per_node * self.nodes
+        if gpus > MAX_GPUS:
+            problems.append(f"GPUs per node × nodes must be at most {MAX_GPUS:,} (here {gpus:,})")
+        sequences = self.global_batch_tokens // self.seq_len
+        if sequences > MAX_SEQUENCES:
+            problems.append(
+                f"The global batch must be at most {MAX_SEQUENCES:,} sequences (here {sequences:,})"
+            )
+        if not problems:
+            # The planner's own checks (a batch that is no whole number of sequences, ...)
+            # become messages here, never a failure later.
+            try:
+                self.plan()
+                self.why_not()
+            except ValueError as exc:
+                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+            except ArithmeticError as exc:  # numbers so extreme the costs overflow
+                problems.append(f"These inputs are beyond what the planner can cost ({exc})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def gpu_type(self) -> GpuType:
+        return GPU_TYPES[self.gpu]
+
+    def request(self) -> PlanRequest:
+        gpu = self.gpu_type
+        return plan_request(
+            self.model(),
+            cluster(
+                accelerator=gpu.accelerator,
+                gpu=gpu.memory,
+                gpus_per_node=self.gpus_per_node,
+                nodes=self.nodes,
+                intra_node=self.intra_node or gpu.intra_node,
+                inter_node=self.inter_node,
+            ),
+            self.global_batch_tokens,
+            self.seq_len,
+            self.token_budget,
+            recipe=self.recipe,
+            optimizer=self.optimizer,
+            flash_attention=self.flash_attention,
+            uneven_pipeline=self.uneven_pipeline,
+            matmul_efficiency=self.matmul_efficiency,
+            top=self.top,
+        )
+
+    def plan(self) -> Plan:
+        """The plan, cached: the page, its fragment and a click on a row ask the same one."""
+        key = tuple(
+            (name, getattr(self, name)) for name in type(self).model_fields
+            if name not in LAYOUT_FIELDS
+        )  # fmt: skip
+        return _cached_plan(key)
+
+    def layout(self) -> Layout | None:
+        """The layout the query names, or None when it names none (the best is shown)."""
+        if all(getattr(self, name) is None for name in LAYOUT_FIELDS):
+            return None
+        tp, pp, cp = self.tp or 1, self.pp or 1, self.cp or 1
+        gpus = self.gpus_per_node * self.nodes
+        schedule = self.schedule or "1f1b"
+        return Layout(
+            dp=self.dp or max(1, gpus // (tp * pp * cp)),
+            tp=tp,
+            pp=pp,
+            cp=cp,
+            ep=self.ep or 1,
+            zero_stage=self.zero_stage or 0,
+            distributed_optimizer=bool(self.distributed_optimizer),
+            recompute=self.recompute or "none",
+            micro_batch=self.micro_batch or 1,
+            schedule=schedule,
+            virtual_stages=self.virtual_stages or (2 if schedule == "interleaved" else 1),
+        )
+
+    def why_not(self) -> WhyNot | None:
+        layout = self.layout()
+        return None if layout is None else why_not(self.plan(), layout)
+
+
+@lru_cache(maxsize=16)
+def _cached_plan(key: tuple[tuple[str, object], ...]) -> Plan:
+    return plan(PlannerQuery.model_construct(**dict(key)).request())
+
+
+def layout_data(layout: Layout) -> dict[str, Any]:
+    return {
+        **{name: getattr(layout, name) for name in LAYOUT_FIELDS},
+        "sequence_parallel": layout.sp,
+        "gpus": layout.world_size,
+        "description": layout.describe(),
+    }
+
+
+def cost_data(cost: LayoutCost, pareto: bool) -> dict[str, Any]:
+    """One layout's cost: memory per GPU and the step time term by term, in raw units."""
+    return {
+        "layout": layout_data(cost.layout),
+        "microbatches": cost.microbatches,
+        "memory_bytes": cost.memory_bytes,
+        "model_states_bytes": cost.model_states_bytes,
+        "activation_bytes": cost.activation_bytes,
+        "other_bytes": cost.other_bytes,
+        "fits": cost.fits,
+        "headroom_bytes": cost.headroom_bytes,
+        "step_time_s": cost.step_time_s,
+        "step": cost.step.terms(),
+        "mfu": cost.mfu,
+        "hfu": cost.hfu,
+        "tokens_per_s": cost.tokens_per_s,
+        "days": cost.days,
+        "placement": asdict(cost.placement),
+        "pareto": pareto,
+    }
+
+
+def _why_not_data(why: WhyNot) -> dict[str, Any]:
+    return {
+        "layout": layout_data(why.layout),
+        "valid": not why.rejected,
+        "broken": [
+            {"rule": r.rule, "description": RULES[r.rule], "reason": r.reason} for r in why.rejected
+        ],  # fmt: skip
+        "fits": why.cost.fits if why.cost else None,
+        "slowdown": why.slowdown,
+        "blame": why.blame,
+        "blame_s": why.blame_s,
+        "explanation": why.explanation,
+    }
+
+
+def chosen_cost(query: PlannerQuery) -> LayoutCost | None:
+    """The layout whose breakdown is shown: the one the query names if it breaks no rule,
+    else the best."""
+    why = query.why_not()
+    if why is not None and why.cost is not None:
+        return why.cost
+    return query.plan().best
+
+
+def planner_result(query: PlannerQuery) -> dict[str, Any]:
+    """The planner's full answer as plain data: what the API returns and `--json` prints."""
+    result = query.plan()
+    req = result.request
+    front = {c.layout for c in result.pareto}
+    chosen = chosen_cost(query)
+    why = query.why_not()
+    counts = count_params(req.model)
+    n = req.cluster
+    return {
+        "model": req.model.name,
+        "total_params": counts.total,
+        "active_params": counts.active,
+        "cluster": {
+            "gpu": query.gpu,
+            "gpu_name": query.gpu_type.name,
+            "gpu_memory_bytes": n.gpu_memory_bytes,
+            "gpus_per_node": n.gpus_per_node,
+            "nodes": n.nodes,
+            "gpus": n.gpus,
+            "intra_node": n.intra_node.slug,
+            "inter_node": n.inter_node.slug,
+        },
+        "global_batch_tokens": req.global_batch_tokens,
+        "global_batch_sequences": req.global_batch_sequences,
+        "seq_len": req.seq_len,
+        "token_budget": req.token_budget,
+        "matmul_efficiency": req.efficiency,
+        "enumerated": result.enumerated,
+        "valid": result.valid,
+        "feasible": result.feasible,
+        "ranked": [cost_data(c, c.layout in front) for c in result.ranked],
+        "pareto": [cost_data(c, True) for c in result.pareto],
+        "rejected": [
+            {
+                "rule": g.rule,
+                "description": g.description,
+                "count": g.count,
+                "examples": [
+                    {"layout": layout_data(r.layout), "reason": r.reason} for r in g.examples
+                ],
+            }
+            for g in result.rejected
+        ],
+        "chosen": cost_data(chosen, chosen.layout in front) if chosen else None,
+        "chosen_is_best": chosen is not None and chosen == result.best,
+        "why_not": _why_not_data(why) if why else None,
+        "step_terms": list(STEP_TERMS),
+    }

@@ -1,0 +1,210 @@
+"""The layout planner: its page, its live fragment and its JSON API (GET and POST)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from app.calc.links import LINKS
+from app.calc.model import PRESETS
+from app.calc.planner import PIPELINE_SCHEDULES, RECOMPUTE
+from app.calc.planner_query import (
+    GPU_TYPES,
+    LABELS,
+    LAYOUT_FIELDS,
+    RUN_PRESETS,
+    PlannerQuery,
+    planner_result,
+)
+from app.calc.precision import OPTIMIZERS, RECIPES
+from app.calc.training_query import MODEL_FIELDS
+from app.calculators.communication_view import seconds
+from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.planner_view import planner_view
+from app.formatting import memory
+from app.forms import parse_form
+
+router = APIRouter()
+
+PAGE = "/calculators/planner"
+
+
+class LayoutOut(BaseModel):
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    zero_stage: int
+    distributed_optimizer: bool
+    recompute: str
+    micro_batch: int
+    schedule: str
+    virtual_stages: int
+    sequence_parallel: bool
+    gpus: int
+    description: str
+
+
+class CostOut(BaseModel):
+    layout: LayoutOut
+    microbatches: int = Field(description="m: micro-batches per step per pipeline")
+    memory_bytes: float = Field(description="per GPU, the first pipeline stage")
+    model_states_bytes: float
+    activation_bytes: float
+    other_bytes: float
+    fits: bool
+    headroom_bytes: float
+    step_time_s: float
+    step: dict[str, float] = Field(description="seconds per step, term by term")
+    mfu: float
+    hfu: float
+    tokens_per_s: float
+    days: float = Field(description="for the token budget")
+    placement: dict[str, str] = Field(description="intra-node or inter-node, per group")
+    pareto: bool = Field(description="on the Pareto front of step time and memory")
+
+
+class RejectedOut(BaseModel):
+    layout: LayoutOut
+    reason: str
+
+
+class RejectionGroupOut(BaseModel):
+    rule: str
+    description: str
+    count: int
+    examples: list[RejectedOut]
+
+
+class BrokenRuleOut(BaseModel):
+    rule: str
+    description: str
+    reason: str
+
+
+class WhyNotOut(BaseModel):
+    layout: LayoutOut
+    valid: bool
+    broken: list[BrokenRuleOut]
+    fits: bool | None
+    slowdown: float | None = Field(description="step time / the best layout's")
+    blame: str | None = Field(description="the step term (or memory) most to blame")
+    blame_s: float
+    explanation: str
+
+
+class ClusterOut(BaseModel):
+    gpu: str
+    gpu_name: str
+    gpu_memory_bytes: float
+    gpus_per_node: int
+    nodes: int
+    gpus: int
+    intra_node: str
+    inter_node: str
+
+
+class PlannerResult(BaseModel):
+    model: str
+    total_params: int
+    active_params: int
+    cluster: ClusterOut
+    global_batch_tokens: int
+    global_batch_sequences: int
+    seq_len: int
+    token_budget: float
+    matmul_efficiency: float
+    enumerated: int
+    valid: int
+    feasible: int
+    ranked: list[CostOut]
+    pareto: list[CostOut]
+    rejected: list[RejectionGroupOut]
+    chosen: CostOut | None = Field(description="the named layout if valid, else the best")
+    chosen_is_best: bool
+    why_not: WhyNotOut | None
+    step_terms: list[str]
+
+
+def shareable_url(query: PlannerQuery) -> str:
+    """The page's address holding every input that is set, in the schema's order."""
+    return share_url(PAGE, query.model_dump())
+
+
+def layout_url(query: PlannerQuery, layout: dict[str, object]) -> str:
+    """The page's address choosing `layout` (a result's layout data)."""
+    return shareable_url(query.model_copy(update={k: layout[k] for k in LAYOUT_FIELDS}))
+
+
+def _options() -> dict[str, object]:
+    return {
+        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "preset_json": json.dumps(
+            {k: {f: getattr(v, f) for f in MODEL_FIELDS} for k, v in PRESETS.items()}
+        ),
+        "gpu_types": [(k, g.name) for k, g in GPU_TYPES.items()],
+        "links": [(k, link.name) for k, link in LINKS.items()],
+        "recipes": list(RECIPES.items()),
+        "optimizers": list(OPTIMIZERS.items()),
+        "schedules": [(s, s) for s in PIPELINE_SCHEDULES],
+        "recomputes": [(r, r) for r in RECOMPUTE],
+        "runs": [
+            (label, source, share_url(PAGE, values))
+            for label, source, values in RUN_PRESETS.values()
+        ],
+        "fmt": {"seconds": seconds, "memory": memory},
+    }
+
+
+def _context(request: Request) -> tuple[dict[str, object], int]:
+    raw = dict(request.query_params)
+    query, errors = parse_form(PlannerQuery, raw, LABELS)
+    if query is None:
+        defaults = PlannerQuery.model_construct().model_dump()
+        return {"errors": errors, "query": None, "values": {**defaults, **raw}, **_options()}, 422
+    view = planner_view(query)
+    values = query.model_dump()
+    model = query.model()
+    values.update({k: getattr(model, k) for k in MODEL_FIELDS})
+    chosen = view.result["chosen"]
+    return {
+        "errors": [],
+        "query": query,
+        "values": values,
+        "view": view,
+        "r": view.result,
+        "picked": chosen["layout"] if chosen else None,
+        "layout_url": lambda layout: layout_url(query, layout),
+        "share_url": shareable_url(query),
+        **_options(),
+    }, 200
+
+
+add_calculator_pages(router, PAGE, "planner", _context)
+
+
+@router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
+def planner_api(query: Annotated[PlannerQuery, Query()]) -> PlannerResult:
+    """Every valid dp x tp x pp x cp x ep layout of a model on a cluster, ranked by step time.
+
+    Returns the fitting layouts fastest first (`top` of them), the Pareto front of step time
+    and memory per GPU, how many candidates each rule cut (with the rule's reason), and the
+    chosen layout's step time and memory term by term: the layout the query names (dp, tp,
+    pp, cp, ep, zero_stage, ...) if it breaks no rule, else the best. `why_not` says why the
+    named layout is not the best: the rules it breaks, that it does not fit, or how much
+    slower it is and which step term is to blame. Memory from app.calc.training (Korthikanti
+    et al. arXiv:2205.05198), FLOPs after Narayanan et al. arXiv:2104.04473 eq. (3),
+    communication alpha-beta over the links each group is placed on (Megatron-Core's
+    tp-cp-ep-dp-pp order), the bubble from the schedules' closed forms.
+    """
+    return PlannerResult.model_validate(planner_result(query))
+
+
+@router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
+def planner_api_post(query: PlannerQuery) -> PlannerResult:
+    """The same as GET /api/calc/planner, with the inputs as a JSON body."""
+    return PlannerResult.model_validate(planner_result(query))

@@ -1,0 +1,55 @@
+"""The layout planner in a real Chromium: pick a model, see the Pareto chart and the breakdown,
+sort the table, ask why not, and carry a layout to the training-memory calculator."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_planner_draws_the_front_and_opens_the_memory_calculator(page: Page) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto("/calculators/planner")
+    expect(page.locator("#planner-chart canvas").first).to_be_visible()
+    page.select_option("#planner-form select[name=preset]", "llama3-70b")
+    page.fill("#planner-form input[name=nodes]", "4")
+    expect(page).to_have_url(re.compile(r"preset=llama3-70b.*nodes=4"))
+    expect(page.locator("#planner-summary")).to_contain_text("Llama 3 70B")
+    # The scatter: a canvas, and the Pareto front series drawn from its points.
+    chart = page.locator("#planner-chart")
+    expect(chart.locator("canvas").first).to_be_visible()
+    expect(chart).to_have_attribute("data-front-points", re.compile(r"^[1-9]\d*$"))
+    expect(chart.locator(".u-legend")).to_contain_text("Pareto front")
+    # The breakdown of the best layout, every term linked to its card.
+    expect(page.locator("#step-terms tr[data-term=compute]")).to_be_visible()
+    expect(page.locator("#memory-terms tr[data-term=activations] a.card-link")).to_have_attribute(
+        "href", "/cards/zero-and-activations"
+    )
+    # Sorting by memory puts the smallest first.
+    page.locator("#planner-table th", has_text="Memory / GPU").click()
+    values = page.locator("#planner-table tbody td:nth-child(12)").evaluate_all(
+        "cells => cells.map(c => parseFloat(c.dataset.value))"
+    )
+    assert values == sorted(values)
+    # Why not dp=3? The rule and its reason.
+    page.fill("#why-not-form input[name=dp]", "3")
+    page.locator("#why-not-form button[type=submit]").click()
+    expect(page.locator("#why-not")).to_contain_text("world_size")
+    expect(page).to_have_url(re.compile(r"dp=3"))
+    # Pick the second-fastest layout, then open it in the training-memory calculator.
+    page.locator("#planner-table a.pick").nth(1).click()
+    expect(page.locator("#chosen-title")).to_contain_text("Your layout")
+    layout = page.locator("#chosen-layout").inner_text()
+    degrees = dict(re.findall(r"(dp|tp|pp|cp)=(\d+)", layout))
+    memory = page.locator("#chosen-memory").inner_text()
+    page.locator("#training-link").click()
+    expect(page).to_have_url(re.compile(r"/calculators/training-memory\?"))
+    for name, value in degrees.items():
+        expect(page.locator(f"#training-form input[name={name}]")).to_have_value(value)
+    expect(page.locator("#gpu-total")).to_have_text(memory)
+    assert not [e for e in errors if "Content Security Policy" in e], errors
