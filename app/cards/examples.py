@@ -17,9 +17,10 @@ from collections.abc import Callable
 from urllib.parse import urlencode
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
+from app.calc.planner import Layout, cluster, plan, plan_request, why_not
 from app.calculators.memory_view import stage_views
 from app.calculators.schemas import MemoryQuery
 from app.templating import templates
@@ -46,6 +47,53 @@ def memory_example(body: str) -> str:
         raise ExampleError(str(exc)) from exc
     table = templates.get_template("calculators/_memory_breakdown.html").render(
         query=query, stages=stage_views(query), show_link=True
+    )
+    return f'<div class="worked-example">{table}</div>\n'
+
+
+class PlannerExample(BaseModel):
+    """A planner block: the request's fields (app.calc.planner.plan_request), and layouts to
+    compare with the best (each a mapping of app.calc.planner.Layout's fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "llama3-70b"
+    nodes: int = Field(default=8, ge=1, le=4096)
+    gpus_per_node: int = Field(default=8, ge=1, le=72)
+    accelerator: str = "h100-sxm"
+    gpu: str = "h100-80gb"
+    intra_node: str = "nvlink4"
+    inter_node: str = "ib-ndr"
+    global_batch_tokens: int = Field(default=2**22, ge=1)
+    seq_len: int = Field(default=8192, ge=1)
+    token_budget: float = Field(default=15e12, gt=0)
+    compare: list[dict[str, int | str | bool]] = Field(default_factory=list)
+
+
+def planner_example(body: str) -> str:
+    """The planner's best layout for the block's request, its step term by term, the Pareto
+    front and, for each layout in `compare`, why it is not the best (app.calc.planner)."""
+    try:
+        spec = PlannerExample.model_validate(_inputs(body))
+        machines = cluster(spec.accelerator, spec.gpu, spec.gpus_per_node, spec.nodes,
+                           spec.intra_node, spec.inter_node)  # fmt: skip
+        request = plan_request(spec.model, machines, spec.global_batch_tokens, spec.seq_len,
+                               spec.token_budget)  # fmt: skip
+        compared = [Layout(**fields) for fields in spec.compare]  # type: ignore[arg-type]
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise ExampleError(str(exc)) from exc
+    result = plan(request)
+    if result.best is None:
+        raise ExampleError("no layout fits: the example has nothing to show")
+    # The planner page's query fields (app.calc.planner_query.PlannerQuery).
+    link = "/calculators/planner?" + urlencode({
+        "preset": spec.model, "gpu": spec.accelerator, "gpus_per_node": spec.gpus_per_node,
+        "nodes": spec.nodes, "intra_node": spec.intra_node, "inter_node": spec.inter_node,
+        "global_batch_tokens": spec.global_batch_tokens, "seq_len": spec.seq_len,
+        "token_budget": spec.token_budget,
+    })  # fmt: skip
+    table = templates.get_template("cards/_planner_example.html").render(
+        plan=result, why_nots=[why_not(result, lay) for lay in compared], link=link
     )
     return f'<div class="worked-example">{table}</div>\n'
 
@@ -86,6 +134,7 @@ def calculator_example(router_module: str, name: str) -> Callable[[str], str]:
 
 EXAMPLES: dict[str, Callable[[str], str]] = {
     "memory": memory_example,
+    "planner": planner_example,
     "training-memory": calculator_example("training_router", "training"),
     "communication": calculator_example("communication_router", "communication"),
     "pipeline": calculator_example("pipeline_router", "pipeline"),

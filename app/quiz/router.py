@@ -14,6 +14,7 @@ from starlette.datastructures import FormData
 from app.db import SessionDep
 from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
 from app.quiz.mock_router import router as mock_router
@@ -31,7 +32,7 @@ from app.security import CurrentUser
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
-for _sub in (progress_router, groups_router, mock_router):
+for _sub in (progress_router, groups_router, design_router, mock_router):
     router.include_router(_sub)
 
 MODES: dict[str, str] = {"review": "Daily review", "practice": "Practice"}

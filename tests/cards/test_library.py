@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.calc.planner import cluster, plan, plan_request
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
@@ -127,3 +128,13 @@ def test_every_link_inside_the_cards_leads_somewhere(client: TestClient) -> None
     assert seen
     for href in sorted(seen):
         assert client.get(href).status_code == 200, href
+
+
+def test_the_layout_cards_planner_example_is_the_planners_answer(client: TestClient) -> None:
+    best = plan(plan_request("llama3-70b", cluster(nodes=8), 2**22, 8192, 15e12)).best
+    assert best is not None
+    page = client.get("/cards/choosing-a-parallel-layout").text
+    assert f"<code>{best.layout.describe()}</code>" in page
+    assert f"{best.step_time_s:.2f} s per step" in page
+    link = re.search(r'href="(/calculators/planner\?[^"]+)">Open these inputs', page)
+    assert link and client.get(link.group(1).replace("&amp;", "&")).status_code == 200

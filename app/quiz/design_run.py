@@ -1,0 +1,141 @@
+"""The mock interview's "design the run": a scenario (app.quiz.layouts), the learner's layout,
+and a score against the planner (app.calc.planner).
+
+Scoring, one function whatever the form or page it came from:
+- the layout breaks a rule, or does not fit in memory: 0, naming the rule or the GB missing;
+- it fits and its step is within FULL_MARKS_WITHIN of the planner's best: 1;
+- it fits but is slower: best step / its step (partial), naming the step term most to blame
+  and by how many seconds (`why_not`), and saying whether it is on the Pareto front (no
+  fitting layout both faster and smaller), i.e. a defensible memory-for-time trade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.calc.planner import RULES, Layout, LayoutCost, Rejected, why_not
+from app.calc.units import to_gb
+from app.quiz.layouts import SCENARIOS, TERM_TEXT, scenario_plan
+
+FULL_MARKS_WITHIN = 0.05  # a step at most 5% longer than the best scores full marks
+
+Verdict = Literal["full", "partial", "breaks_rule", "does_not_fit"]
+
+
+class DesignAnswer(BaseModel):
+    """The learner's layout, as the form sends it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    scenario: int = Field(ge=0, lt=len(SCENARIOS))
+    dp: int = Field(ge=1, le=4096)
+    tp: int = Field(default=1, ge=1, le=4096)
+    pp: int = Field(default=1, ge=1, le=4096)
+    cp: int = Field(default=1, ge=1, le=4096)
+    ep: int = Field(default=1, ge=1, le=4096)
+    zero: Literal["0", "1", "2", "3", "dist-opt"] = "0"
+    recompute: Literal["none", "selective", "full"] = "none"
+    micro_batch: int = Field(default=1, ge=1, le=4096)
+    schedule: Literal["1f1b", "interleaved", "zb-h1", "gpipe"] = "1f1b"
+    virtual_stages: int = Field(default=1, ge=1, le=64)
+
+    def layout(self) -> Layout:
+        dist = self.zero == "dist-opt"
+        return Layout(
+            dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
+            zero_stage=0 if dist else int(self.zero), distributed_optimizer=dist,
+            recompute=self.recompute, micro_batch=self.micro_batch, schedule=self.schedule,
+            virtual_stages=self.virtual_stages,
+        )  # fmt: skip
+
+
+DESIGN_LABELS = {
+    "scenario": "Scenario",
+    "dp": "DP",
+    "tp": "TP",
+    "pp": "PP",
+    "cp": "CP",
+    "ep": "EP",
+    "zero": "ZeRO",
+    "recompute": "Recompute",
+    "micro_batch": "Micro-batch",
+    "schedule": "Schedule",
+    "virtual_stages": "Virtual stages",
+}
+
+
+@dataclass(frozen=True)
+class DesignScore:
+    score: float  # 0 to 1
+    verdict: Verdict
+    explanation: str  # one paragraph, with the planner's numbers
+    rules: tuple[Rejected, ...]  # breaks_rule: every rule broken
+    cost: LayoutCost | None  # None when a rule is broken
+    best: LayoutCost
+    blame: str | None  # partial: the step term most to blame; does_not_fit: "memory"
+    blame_s: float  # partial: that term's excess over the best layout's, seconds
+    slowdown: float | None  # step / best step, when it fits
+    on_pareto_front: bool
+
+
+def _on_front(cost: LayoutCost, front: tuple[LayoutCost, ...]) -> bool:
+    """No fitting layout of the front is at least as fast and as small, and better in one."""
+    return not any(
+        other.step_time_s <= cost.step_time_s
+        and other.memory_bytes <= cost.memory_bytes
+        and (other.step_time_s < cost.step_time_s or other.memory_bytes < cost.memory_bytes)
+        for other in front
+    )
+
+
+def score_design(answer: DesignAnswer) -> DesignScore:
+    """The learner's layout against the planner's plan of the scenario (module docstring)."""
+    plan_ = scenario_plan(answer.scenario)
+    best = plan_.best
+    if best is None:
+        raise ValueError(f"scenario {answer.scenario}: no layout fits")
+    why = why_not(plan_, answer.layout())
+    if why.rejected:
+        rules = "; ".join(f"{r.rule} ({r.reason}): {RULES[r.rule]}" for r in why.rejected)
+        return DesignScore(0.0, "breaks_rule", f"Zero: it breaks a rule. {rules}.",
+                           why.rejected, None, best, None, 0.0, None, False)  # fmt: skip
+    cost = why.cost
+    assert cost is not None
+    capacity = plan_.request.cluster.gpu_memory_bytes
+    if not cost.fits:
+        over = cost.memory_bytes - capacity
+        text = (
+            f"Zero: it does not fit. It needs {to_gb(cost.memory_bytes):.1f} GB per GPU "
+            f"(model states {to_gb(cost.model_states_bytes):.1f}, activations "
+            f"{to_gb(cost.activation_bytes):.1f}), {to_gb(over):.1f} GB more than the "
+            f"{to_gb(capacity):.1f} GB a GPU has."
+        )
+        return DesignScore(0.0, "does_not_fit", text, (), cost, best, "memory", 0.0, None,
+                           False)  # fmt: skip
+    slowdown = cost.step_time_s / best.step_time_s
+    front = _on_front(cost, plan_.pareto)
+    numbers = (
+        f"Your step is {cost.step_time_s:.2f} s at {to_gb(cost.memory_bytes):.1f} GB per GPU; "
+        f"the planner's best ({best.layout.describe()}) takes {best.step_time_s:.2f} s at "
+        f"{to_gb(best.memory_bytes):.1f} GB."
+    )
+    if slowdown <= 1 + FULL_MARKS_WITHIN:
+        return DesignScore(1.0, "full", f"Full marks: it fits and is within "
+                           f"{FULL_MARKS_WITHIN:.0%} of the best step. {numbers}", (), cost, best,
+                           None, 0.0, slowdown, front)  # fmt: skip
+    blame = why.blame or "compute"
+    trade = (
+        " It is on the Pareto front: nothing that fits is both faster and smaller, so it trades "
+        "time for memory."
+        if front
+        else ""
+    )
+    text = (
+        f"Partial: it fits but its step is {slowdown:.2f}× the best. The largest gap is "
+        f"{TERM_TEXT[blame]}, +{why.blame_s:.2f} s over the best layout's. {numbers}{trade}"
+    )
+    return DesignScore(best.step_time_s / cost.step_time_s, "partial", text, (), cost, best,
+                       blame, why.blame_s, slowdown, front)  # fmt: skip

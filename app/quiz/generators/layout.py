@@ -1,0 +1,214 @@
+"""Generated questions on the layout planner (app.calc.planner): pick the layout to launch.
+
+A question is a scenario (app.quiz.layouts.SCENARIOS) and a seed. Four layouts are shown: the
+planner's best, and three distractors, each wrong for a reason the planner states: one breaks
+a rule (`violations`), one does not fit in memory (`why_not`: how many GB over), one fits but
+is at least MIN_SLOWDOWN slower (`why_not`: which step term, by how many seconds). The seed
+picks which distractor of each kind and the order; the answer is the best layout's number.
+Nothing is stored: every number is the planner's, recomputed when the question is drawn and
+when it is graded.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from app.calc.planner import RULES, Layout, LayoutCost, Plan, PlanRequest, violations, why_not
+from app.calc.units import to_gb
+from app.quiz.generators.solution import Solution
+from app.quiz.layouts import (
+    TERM_TEXT,
+    layout_text,
+    scenario_fields,
+    scenario_plan,
+)
+
+# A distractor that "fits but is slower" is at least MIN_SLOWDOWN slower than the best, so the
+# answer does not hinge on the planner's second decimal, and at most MAX_SLOWDOWN, so it is a
+# layout someone might launch.
+MIN_SLOWDOWN = 1.05
+MAX_SLOWDOWN = 3.0
+
+Verdict = Literal["best", "breaks_rule", "does_not_fit", "slower"]
+
+
+@dataclass(frozen=True)
+class LayoutOption:
+    layout: Layout
+    verdict: Verdict
+    note: str  # Markdown: the planner's numbers and why this option is (not) the answer
+    rule: str | None = None  # breaks_rule: the first rule it breaks (a key of RULES)
+    over_bytes: float = 0.0  # does_not_fit: memory per GPU beyond the GPU's
+    blame: str | None = None  # slower: the step term most to blame
+    slowdown: float = 1.0  # slower: step time / best step time
+
+
+def _gb(value: float) -> str:
+    return f"{to_gb(value):.1f} GB"
+
+
+def _breakdown(cost: LayoutCost) -> str:
+    terms = [f"{TERM_TEXT[k]} {v:.2f} s" for k, v in cost.step.terms().items() if v > 0.005]
+    return ", ".join(terms)
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _rule_breakers(req: PlanRequest, best: Layout) -> list[Layout]:
+    """Plausible layouts that each break at least one rule (checked by the caller)."""
+    n, per_node = req.cluster.gpus, req.cluster.gpus_per_node
+    found = []
+    if n % (2 * per_node) == 0:  # TP across two nodes
+        found.append(Layout(dp=n // (2 * per_node), tp=2 * per_node, zero_stage=1))
+    if req.model.experts <= 1 and (best.dp * best.cp) % 2 == 0:
+        found.append(replace(best, ep=2))  # expert parallelism on a dense model
+    found.append(replace(best, zero_stage=1, distributed_optimizer=True))
+    found.append(replace(best, micro_batch=3))
+    for pp in _divisors(n):  # a pipeline that does not split the layers evenly
+        rest = n // (pp * best.tp * best.cp)
+        if req.model.layers % pp and n % (pp * best.tp * best.cp) == 0 and pp <= 16:
+            found.append(replace(best, dp=rest, pp=pp, schedule="1f1b", virtual_stages=1))
+            break
+    return found
+
+
+def _too_big(req: PlanRequest, best: Layout) -> list[Layout]:
+    """Plausible valid layouts that may not fit (checked by the caller)."""
+    n = req.cluster.gpus
+    per_replica = req.global_batch_sequences // best.dp
+    return [
+        Layout(dp=n),  # plain DDP
+        Layout(dp=n, zero_stage=1),
+        replace(best, zero_stage=0, distributed_optimizer=False, recompute="none"),
+        replace(best, micro_batch=min(per_replica, 8 * best.micro_batch), recompute="none"),
+        replace(best, micro_batch=per_replica, recompute="none"),
+    ]
+
+
+def _slower(plan_: Plan, best: Layout) -> list[Layout]:
+    """Plausible valid layouts that may fit but run slower (checked by the caller)."""
+    req = plan_.request
+    n, per_node = req.cluster.gpus, req.cluster.gpus_per_node
+    found = [c.layout for c in plan_.pareto[1:]]
+    found.append(replace(best, recompute="full"))
+    if best.pp > 1:
+        found.append(replace(best, schedule="1f1b", virtual_stages=1))
+        # Few, large micro-batches: m = pp leaves the bubble (p - 1)/m nearly a whole step.
+        per_replica = req.global_batch_sequences // best.dp
+        if per_replica % best.pp == 0:
+            big = per_replica // best.pp
+            found += [replace(best, micro_batch=big, recompute=r) for r in ("none", "full")]
+    if n % (2 * per_node) == 0:
+        textbook = Layout(dp=n // (2 * per_node), tp=per_node, pp=2, zero_stage=1)  # 3D
+        found += [textbook, replace(textbook, recompute="full")]
+    found += [Layout(dp=n, zero_stage=3, recompute="full"), Layout(dp=n, zero_stage=3)]
+    return found
+
+
+def _pick(rng: random.Random, options: list[LayoutOption], what: str) -> LayoutOption:
+    if not options:
+        raise ValueError(f"the planner gave no layout that {what}")
+    return rng.choice(options)
+
+
+def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
+    """The four options of a question, in the order shown; deterministic in (scenario, seed)."""
+    plan_ = scenario_plan(scenario)
+    req, best = plan_.request, plan_.best
+    if best is None:
+        raise ValueError(f"scenario {scenario}: no layout fits")
+    capacity = req.cluster.gpu_memory_bytes
+    rng = random.Random(f"layout:{scenario}:{seed}")
+    shown = {layout_text(best.layout)}
+
+    def fresh(layout: Layout) -> bool:
+        return layout_text(layout) not in shown
+
+    broken = []
+    for lay in filter(fresh, _rule_breakers(req, best.layout)):
+        rules = violations(req, lay)
+        if rules:
+            first = rules[0]
+            note = (f"**Breaks a rule**, `{first.rule}`: {first.reason}. The rule: "
+                    f"{RULES[first.rule]}.")  # fmt: skip
+            broken.append(LayoutOption(lay, "breaks_rule", note, rule=first.rule))
+    pick = _pick(rng, broken, "breaks a rule")
+    shown.add(layout_text(pick.layout))
+    chosen = [pick]
+
+    too_big = []
+    for lay in filter(fresh, _too_big(req, best.layout)):
+        why = why_not(plan_, lay)
+        if why.cost is not None and not why.cost.fits:
+            c = why.cost
+            over = c.memory_bytes - capacity
+            note = (f"**Does not fit**: needs {_gb(c.memory_bytes)} per GPU (model states "
+                    f"{_gb(c.model_states_bytes)}, activations {_gb(c.activation_bytes)}, "
+                    f"other {_gb(c.other_bytes)}), {_gb(over)} more than the "
+                    f"{_gb(capacity)} a GPU has.")  # fmt: skip
+            too_big.append(LayoutOption(lay, "does_not_fit", note, over_bytes=over))
+    pick = _pick(rng, too_big, "does not fit")
+    shown.add(layout_text(pick.layout))
+    chosen.append(pick)
+
+    by_blame: dict[str, list[LayoutOption]] = {}
+    for lay in filter(fresh, _slower(plan_, best.layout)):
+        why = why_not(plan_, lay)
+        if why.cost is None or not why.cost.fits or why.slowdown is None:
+            continue
+        if not MIN_SLOWDOWN <= why.slowdown <= MAX_SLOWDOWN or why.blame is None:
+            continue
+        note = (f"**Fits but slower**: {_gb(why.cost.memory_bytes)} per GPU; step "
+                f"{why.cost.step_time_s:.2f} s, {why.slowdown:.2f}× the best. The largest gap "
+                f"is {TERM_TEXT[why.blame]}, +{why.blame_s:.2f} s over the best layout's "
+                f"({_breakdown(why.cost)}).")  # fmt: skip
+        option = LayoutOption(lay, "slower", note, blame=why.blame, slowdown=why.slowdown)
+        by_blame.setdefault(why.blame, []).append(option)
+    blames = sorted(by_blame)
+    if not blames:
+        raise ValueError(f"scenario {scenario}: no fitting layout in the slowdown range")
+    chosen.append(rng.choice(by_blame[rng.choice(blames)]))
+
+    note = (
+        f"**The planner's best**: fits in {_gb(best.memory_bytes)} of {_gb(capacity)}; "
+        f"step {best.step_time_s:.2f} s ({_breakdown(best)}), MFU {best.mfu:.0%}."
+    )
+    chosen.append(LayoutOption(best.layout, "best", note))
+    rng.shuffle(chosen)
+    return chosen
+
+
+def pick_the_layout(inputs: Mapping[str, float]) -> Solution:
+    """The number (1-4) of the layout to launch: valid, fits, and the shortest step."""
+    scenario, seed = int(inputs["scenario"]), int(inputs["seed"])
+    options = layout_options(scenario, seed)
+    answer = next(i for i, o in enumerate(options, 1) if o.verdict == "best")
+    best = scenario_plan(scenario).best
+    assert best is not None
+    capacity_gb = to_gb(scenario_plan(scenario).request.cluster.gpu_memory_bytes)
+    fields = scenario_fields(scenario)
+    fields["options"] = "\n".join(f"{i}. {layout_text(o.layout)}" for i, o in enumerate(options, 1))
+    substituted = " + ".join(f"{v:.2f}" for v in best.step.terms().values())
+    return Solution(
+        answer=answer,
+        prompt_fields=fields,
+        steps_latex=[
+            r"t_\text{step} = t_\text{compute} + t_\text{recompute} + t_\text{TP} + "
+            r"t_\text{CP/EP} + t_\text{PP} + t_\text{DP} + t_\text{bubble},\quad "
+            rf"M_\text{{GPU}} \le {capacity_gb:.0f}\ \text{{GB}}",
+            rf"\text{{layout {answer}}}: t_\text{{step}} = {substituted} = "
+            rf"{best.step_time_s:.2f}\ \text{{s}}",
+        ],
+        options=tuple(f"Layout {i}" for i in range(1, len(options) + 1)),
+        option_notes=tuple(o.note for o in options),
+    )
+
+
+GENERATORS: dict[str, Callable[[Mapping[str, float]], Solution]] = {
+    "layout.pick_the_layout": pick_the_layout,
+}
