@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from app.calc.hardware import ACCELERATORS
 from app.calc.links import LINKS
-from app.calc.model import count_params
+from app.calc.model import ModelConfig, count_params
 from app.calc.planner import (
     PIPELINE_SCHEDULES,
     RECOMPUTE,
@@ -32,8 +32,22 @@ from app.calc.planner import (
     plan_request,
     why_not,
 )
+from app.calc.planner.published import (
+    RUNS,
+    PublishedRun,
+    RunCost,
+    evaluate_run,
+    request_for,
+    strict_rule,
+)
 from app.calc.training_query import LABELS as TRAINING_LABELS
-from app.calc.training_query import ModelQuery, OptimizerName, Preset, RecipeName
+from app.calc.training_query import (
+    MODEL_FIELDS,
+    ModelQuery,
+    OptimizerName,
+    Preset,
+    RecipeName,
+)
 
 MAX_GPUS = 16_384  # Llama 3 405B's largest run; bounds the search to seconds
 MAX_TOP = 200
@@ -60,29 +74,28 @@ GPU_TYPES: dict[str, GpuType] = {
     "h100-pcie": GpuType("h100-pcie", "h100-80gb", "pcie5"),
 }
 
-# Presets of published runs: a label, where it comes from, and the page's inputs (the
-# published degrees as the layout to compare with the planner's best). A hook: the planner
-# package offers no published runs yet; when it does, this table should come from it.
+# Presets of published runs (app.calc.planner.published): a label, where it comes from, and
+# the page's inputs. `run` takes the model, cluster, batch and layout from the run itself:
+# some runs' models and clusters (Jean Zay's Omni-Path, the H800) are no preset of the form.
 RUN_PRESETS: dict[str, tuple[str, str, dict[str, object]]] = {
-    "llama3-405b-8k": (
-        "Llama 3 405B pre-training, 8,192 H100s",
-        "Llama Team, The Llama 3 Herd of Models, arXiv:2407.21783, Table 4 (TP 8, CP 1, "
-        "PP 16, DP 64, 16M tokens of 8,192 per batch) and Section 3.1 (15.6T tokens)",
-        {
-            "preset": "llama3-405b", "gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1024,
-            "global_batch_tokens": 16 * 2**20, "seq_len": 8192, "token_budget": 15.6e12,
-            "uneven_pipeline": True, "dp": 64, "tp": 8, "pp": 16, "cp": 1,
-        },
-    ),
-}  # fmt: skip
+    slug: (run.title, run.source, {"run": slug}) for slug, run in RUNS.items()
+}
 
 LAYOUT_FIELDS = (
     "dp", "tp", "pp", "cp", "ep", "zero_stage", "distributed_optimizer", "recompute",
     "micro_batch", "schedule", "virtual_stages",
 )  # fmt: skip
 
+# What a published run fixes: its model, its cluster and its batch. A query naming a run
+# leaves these out.
+RUN_FIELDS = (
+    "preset", *MODEL_FIELDS, "gpu", "gpus_per_node", "nodes", "intra_node", "inter_node",
+    "global_batch_tokens", "seq_len", "token_budget", "flash_attention", "uneven_pipeline",
+)  # fmt: skip
+
 LABELS = {
     **TRAINING_LABELS,
+    "run": "Published run",
     "preset": "Model",
     "gpu": "GPU type",
     "gpus_per_node": "GPUs per node",
@@ -113,6 +126,7 @@ GpuTypeName = Literal[tuple(GPU_TYPES)]  # type: ignore[valid-type]
 LinkName = Literal[tuple(LINKS)]  # type: ignore[valid-type]
 ScheduleName = Literal[PIPELINE_SCHEDULES]  # type: ignore[valid-type]
 RecomputeName = Literal[RECOMPUTE]  # type: ignore[valid-type]
+RunName = Literal[tuple(RUNS)]  # type: ignore[valid-type]
 
 
 def _degree(description: str = "") -> Any:
@@ -123,6 +137,9 @@ class PlannerQuery(ModelQuery):
     """Everything the planner takes: a model (a preset, or shape fields given instead), the
     cluster, the batch and the token budget; optionally one layout to explain ("why not")."""
 
+    run: RunName | None = Field(
+        None, description="a published run: its model, cluster, batch and layout"
+    )
     preset: Preset = Field("llama3-8b", description="A published model, or 'custom'.")
 
     gpu: GpuTypeName = Field("h100-sxm", description="accelerator: peak FLOP/s and memory")
@@ -162,6 +179,25 @@ class PlannerQuery(ModelQuery):
         int | None, Field(ge=1, le=64, description="layout: model chunks per stage v")
     ] = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _published_run(cls, data: Any) -> Any:
+        """A run's model, cluster and batch, and its layout unless the query names one."""
+        slug = data.get("run") if isinstance(data, dict) else None
+        if not isinstance(slug, str) or slug not in RUNS:
+            return data  # no run, or a bad slug for the field's own message
+        given = [LABELS.get(k, k) for k in RUN_FIELDS if data.get(k) not in (None, "")]
+        if given:
+            raise ValueError(
+                "A published run fixes the model, the cluster and the batch; leave out "
+                + ", ".join(given)
+            )
+        run = RUNS[slug]
+        filled = {**run_values(run), **data}
+        if all(data.get(k) in (None, "") for k in LAYOUT_FIELDS):
+            filled.update({k: getattr(run.layout, k) for k in LAYOUT_FIELDS})
+        return filled
+
     @model_validator(mode="after")
     def _consistent(self) -> PlannerQuery:
         problems = self.shape_problems(self.model())
@@ -191,7 +227,19 @@ class PlannerQuery(ModelQuery):
     def gpu_type(self) -> GpuType:
         return GPU_TYPES[self.gpu]
 
+    @property
+    def published_run(self) -> PublishedRun | None:
+        return RUNS[self.run] if self.run else None
+
+    def model(self) -> ModelConfig:
+        run = self.published_run
+        return run.model if run else super().model()
+
     def request(self) -> PlanRequest:
+        run = self.published_run
+        if run:
+            return request_for(run, recipe=self.recipe, optimizer=self.optimizer,
+                               matmul_efficiency=self.matmul_efficiency, top=self.top)  # fmt: skip
         gpu = self.gpu_type
         return plan_request(
             self.model(),
@@ -248,6 +296,25 @@ class PlannerQuery(ModelQuery):
         return None if layout is None else why_not(self.plan(), layout)
 
 
+def run_values(run: PublishedRun) -> dict[str, Any]:
+    """The query fields a run fixes, as near as the form's fields can say them: the GPU type
+    with the run's memory, and a link only where it is one of app.calc.links' presets."""
+    n = run.cluster
+    gpu = next(k for k, g in GPU_TYPES.items() if g.memory == run.gpu_memory)
+    values: dict[str, Any] = {
+        "preset": run.preset or "custom", "gpu": gpu, "gpus_per_node": n.gpus_per_node,
+        "nodes": n.nodes, "global_batch_tokens": run.global_batch_tokens,
+        "seq_len": run.seq_len, "token_budget": run.token_budget,
+        "flash_attention": run.options.get("flash_attention", True),
+        "uneven_pipeline": run.options.get("uneven_pipeline", False),
+    }  # fmt: skip
+    if LINKS.get(n.inter_node.slug) == n.inter_node:
+        values["inter_node"] = n.inter_node.slug
+    if LINKS.get(n.intra_node.slug) == n.intra_node:
+        values["intra_node"] = n.intra_node.slug
+    return values
+
+
 @lru_cache(maxsize=16)
 def _cached_plan(key: tuple[tuple[str, object], ...]) -> Plan:
     return plan(PlannerQuery.model_construct(**dict(key)).request())
@@ -299,6 +366,39 @@ def _why_not_data(why: WhyNot) -> dict[str, Any]:
     }
 
 
+def published_data(query: PlannerQuery) -> dict[str, Any] | None:
+    """The run the query names: its figure beside the planner's for the published layout, the
+    ratio and its band, the rule the layout breaks with equal stages, and where it ranks."""
+    run = query.published_run
+    if run is None:
+        return None
+    result = query.plan()
+    rated = evaluate_run(run, result.request)
+    rule = strict_rule(run)
+    data: dict[str, Any] = {
+        "slug": run.slug, "title": run.title, "source": run.source,
+        "layout": layout_data(run.layout), "metric": run.metric, "published": run.published,
+        "band": list(run.band), "gap": run.gap, "strict_rule": rule,
+        "strict_rule_description": RULES[rule] if rule else None,
+        "broken": None, "predicted": None, "ratio": None, "in_band": None, "fits": None,
+        "rank": None, "listed": len(result.ranked), "feasible": result.feasible,
+        "slowdown": None,
+    }  # fmt: skip
+    if not isinstance(rated, RunCost):
+        data["broken"] = rated
+        return data
+    step = rated.cost.step_time_s
+    best = result.best
+    data.update(
+        predicted=rated.predicted, ratio=rated.ratio, fits=rated.cost.fits,
+        in_band=run.band[0] <= rated.ratio <= run.band[1],
+        # Among every feasible layout by step time; a layout that does not fit has none.
+        rank=result.rank_of(step) if rated.cost.fits else None,
+        slowdown=step / best.step_time_s if best else None,
+    )  # fmt: skip
+    return data
+
+
 def chosen_cost(query: PlannerQuery) -> LayoutCost | None:
     """The layout whose breakdown is shown: the one the query names if it breaks no rule,
     else the best."""
@@ -322,8 +422,8 @@ def planner_result(query: PlannerQuery) -> dict[str, Any]:
         "total_params": counts.total,
         "active_params": counts.active,
         "cluster": {
-            "gpu": query.gpu,
-            "gpu_name": query.gpu_type.name,
+            "gpu": n.accelerator.slug,
+            "gpu_name": n.accelerator.name,
             "gpu_memory_bytes": n.gpu_memory_bytes,
             "gpus_per_node": n.gpus_per_node,
             "nodes": n.nodes,
@@ -355,5 +455,6 @@ def planner_result(query: PlannerQuery) -> dict[str, Any]:
         "chosen": cost_data(chosen, chosen.layout in front) if chosen else None,
         "chosen_is_best": chosen is not None and chosen == result.best,
         "why_not": _why_not_data(why) if why else None,
+        "published": published_data(query),
         "step_terms": list(STEP_TERMS),
     }

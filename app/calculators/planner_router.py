@@ -15,6 +15,7 @@ from app.calc.planner_query import (
     GPU_TYPES,
     LABELS,
     LAYOUT_FIELDS,
+    RUN_FIELDS,
     RUN_PRESETS,
     PlannerQuery,
     planner_result,
@@ -108,6 +109,28 @@ class ClusterOut(BaseModel):
     inter_node: str
 
 
+class PublishedOut(BaseModel):
+    slug: str
+    title: str
+    source: str = Field(description="paper, table or section")
+    layout: LayoutOut = Field(description="the published layout")
+    metric: str = Field(description="'TFLOP/s per GPU', 'MFU' or 'tokens/s per GPU'")
+    published: float = Field(description="the published figure, in the metric's raw unit")
+    predicted: float | None = Field(description="the planner's, for the published layout")
+    ratio: float | None = Field(description="predicted / published")
+    band: list[float] = Field(description="the [low, high] the ratio is held to")
+    in_band: bool | None
+    gap: str = Field(description="why the planner differs from the published figure")
+    broken: str | None = Field(description="the rule the published layout breaks here")
+    strict_rule: str | None = Field(description="the rule it breaks with equal stages")
+    strict_rule_description: str | None
+    fits: bool | None
+    rank: int | None = Field(description="by step time among the feasible; None: unlisted")
+    listed: int
+    feasible: int
+    slowdown: float | None = Field(description="step time / the best layout's")
+
+
 class PlannerResult(BaseModel):
     model: str
     total_params: int
@@ -127,12 +150,17 @@ class PlannerResult(BaseModel):
     chosen: CostOut | None = Field(description="the named layout if valid, else the best")
     chosen_is_best: bool
     why_not: WhyNotOut | None
+    published: PublishedOut | None = Field(description="the published run the query names")
     step_terms: list[str]
 
 
 def shareable_url(query: PlannerQuery) -> str:
-    """The page's address holding every input that is set, in the schema's order."""
-    return share_url(PAGE, query.model_dump())
+    """The page's address holding every input that is set, in the schema's order (with a
+    published run, what the run fixes is left out: the run gives it)."""
+    values = query.model_dump()
+    if query.run:
+        values = {k: v for k, v in values.items() if k not in RUN_FIELDS}
+    return share_url(PAGE, values)
 
 
 def layout_url(query: PlannerQuery, layout: dict[str, object]) -> str:
@@ -153,8 +181,8 @@ def _options() -> dict[str, object]:
         "schedules": [(s, s) for s in PIPELINE_SCHEDULES],
         "recomputes": [(r, r) for r in RECOMPUTE],
         "runs": [
-            (label, source, share_url(PAGE, values))
-            for label, source, values in RUN_PRESETS.values()
+            (slug, label, source, share_url(PAGE, values))
+            for slug, (label, source, values) in RUN_PRESETS.items()
         ],
         "fmt": {"seconds": seconds, "memory": memory},
     }
@@ -196,7 +224,10 @@ def planner_api(query: Annotated[PlannerQuery, Query()]) -> PlannerResult:
     chosen layout's step time and memory term by term: the layout the query names (dp, tp,
     pp, cp, ep, zero_stage, ...) if it breaks no rule, else the best. `why_not` says why the
     named layout is not the best: the rules it breaks, that it does not fit, or how much
-    slower it is and which step term is to blame. Memory from app.calc.training (Korthikanti
+    slower it is and which step term is to blame. `run` names a published run
+    (app.calc.planner.published): its model, cluster, batch and layout, and `published`
+    sets the published figure beside the planner's for that layout, with the band and where
+    it ranks. Memory from app.calc.training (Korthikanti
     et al. arXiv:2205.05198), FLOPs after Narayanan et al. arXiv:2104.04473 eq. (3),
     communication alpha-beta over the links each group is placed on (Megatron-Core's
     tp-cp-ep-dp-pp order), the bubble from the schedules' closed forms.

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from app.calc.__main__ import main as cli
 from app.calc.model import ModelConfig
 from app.calc.planner import Layout, cluster, plan, plan_request, why_not
+from app.calc.planner.published import RUNS, evaluate_run
 from app.calc.planner_query import RUN_PRESETS, PlannerQuery
 from app.calculators.planner_view import TERM_CARDS
 from app.formatting import memory
@@ -154,16 +155,6 @@ def test_fragment_shares_a_url_holding_the_picked_layout(client: TestClient) -> 
     assert again.text == fragment.text
 
 
-def test_published_run_preset_opens(client: TestClient) -> None:
-    label, source, values = RUN_PRESETS["llama3-405b-8k"]
-    assert "arXiv:2407.21783" in source
-    api = client.get("/api/calc/planner", params=values).json()
-    assert api["cluster"]["gpus"] == 8192
-    assert api["why_not"]["layout"]["description"].startswith("dp=64 tp=8 pp=16 cp=1")
-    page = client.get("/calculators/planner").text
-    assert label in page
-
-
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -227,3 +218,59 @@ def test_fuzzed_inputs_never_give_a_5xx(client: TestClient, changes: dict) -> No
     for path in ("/api/calc/planner", "/calculators/planner/result"):
         response = client.get(path, params={**TINY, **changes})
         assert response.status_code in (200, 422), (path, changes, response.text[:300])
+
+
+@pytest.mark.parametrize("slug", list(RUNS))
+def test_every_published_run_is_a_preset_within_its_band(client: TestClient, slug: str) -> None:
+    run = RUNS[slug]
+    response = client.get("/api/calc/planner", params={"run": slug})
+    assert response.status_code == 200
+    api = response.json()
+    published = api["published"]
+    assert published["layout"]["description"] == run.layout.describe()
+    expected = evaluate_run(run)
+    assert published["predicted"] == expected.predicted and published["ratio"] == expected.ratio
+    assert run.band[0] <= published["ratio"] <= run.band[1] and published["in_band"]
+    assert api["cluster"]["gpus"] == run.cluster.gpus
+    assert api["cluster"]["inter_node"] == run.cluster.inter_node.slug
+    assert api["why_not"]["layout"]["dp"] == run.layout.dp  # the published layout is picked
+    assert RUN_PRESETS[slug][2] == {"run": slug}
+
+
+def test_page_shows_the_published_panel(client: TestClient) -> None:
+    page = client.get("/calculators/planner", params={"run": "bloom-176b"}).text
+    published = client.get("/api/calc/planner", params={"run": "bloom-176b"}).json()["published"]
+    assert 'id="published-figure">150 TFLOP/s per GPU<' in page
+    assert 'id="published-predicted">221 TFLOP/s per GPU<' in page
+    assert "arXiv:2211.05100" in page and f"{published['ratio']:.2f}×" in page
+    assert f"of {published['feasible']:,} feasible layouts" in page
+    assert f"{published['slowdown']:.2f}× the best step time" in page
+    assert 'data-rule="pp_divides_layers"' in page  # strict equal stages reject it
+    assert '<fieldset class="plain" disabled>' in page  # the run fixes the model and cluster
+    for _, (label, _, _) in RUN_PRESETS.items():
+        assert html.escape(label) in page
+
+
+def test_a_run_rejects_what_it_fixes_and_unknown_slugs(client: TestClient) -> None:
+    for params, message in (
+        ({"run": "bloom-176b", "nodes": 2}, "leave out Nodes"),
+        ({"run": "gpt-5"}, "Published run:"),
+    ):
+        assert client.get("/api/calc/planner", params=params).status_code == 422
+        fragment = client.get("/calculators/planner/result", params=params)
+        assert fragment.status_code == 422 and message in fragment.text
+
+
+def test_cli_json_equals_the_api_for_a_run(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = client.get("/api/calc/planner", params={"run": "megatron-1t"}).json()
+    assert cli(["plan", "--json", "--run", "megatron-1t"]) == 0
+    assert json.loads(capsys.readouterr().out) == api
+    assert cli(["plan", "--run", "megatron-1t"]) == 0
+    assert "published: Megatron-LM GPT 1T" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("run", [{"a": 1}, ["bloom-176b"], 3])
+def test_a_run_that_is_no_slug_is_a_422(client: TestClient, run: object) -> None:
+    assert client.post("/api/calc/planner", json={"run": run}).status_code == 422

@@ -53,3 +53,15 @@ def test_planner_draws_the_front_and_opens_the_memory_calculator(page: Page) -> 
         expect(page.locator(f"#training-form input[name={name}]")).to_have_value(value)
     expect(page.locator("#gpu-total")).to_have_text(memory)
     assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+def test_a_published_run_stays_published_while_its_free_knobs_change(page: Page) -> None:
+    # The run's fixed fields are disabled, so htmx must leave them out of the live request:
+    # sending them would be refused ("leave out ...") and the panel would vanish.
+    page.goto("/calculators/planner?run=bloom-176b")
+    expect(page.locator("#published")).to_contain_text("BLOOM")
+    page.fill("#planner-form input[name=top]", "20")
+    page.locator("#planner-form input[name=top]").press("Tab")
+    expect(page).to_have_url(re.compile(r"run=bloom-176b.*top=20"))
+    expect(page.locator("#published")).to_contain_text("Rank")
+    expect(page.locator(".errors")).to_have_count(0)

@@ -22,9 +22,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "recompute, exposed TP / CP+EP / PP / DP communication, bubble), fastest first;\n"
             "the Pareto front of step time and memory; and how many candidates each rule cut.\n"
             "Give a layout (--dp, --tp, ...) to see why it is not the best. Model fields left\n"
-            "out come from --preset.\n\n"
+            "out come from --preset. --run SLUG takes a published run's model, cluster, batch\n"
+            "and layout (app.calc.planner.published) and sets its figure beside the planner's.\n\n"
             "  python -m app.calc plan --preset llama3-8b --nodes 1\n"
-            "  python -m app.calc plan --preset llama3-70b --nodes 4 --dp 4 --tp 8 --json"
+            "  python -m app.calc plan --preset llama3-70b --nodes 4 --dp 4 --tp 8 --json\n"
+            "  python -m app.calc plan --run bloom-176b"
         ),
     )
     add_model_options(plan.add_argument_group("inputs (bounds as on the page)"), PlannerQuery)
@@ -79,6 +81,19 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     why = result["why_not"]
     if why:
         print(f"why not {why['layout']['description']}: {why['explanation']}")
+    published = result["published"]
+    if published:
+        print(f"published: {published['title']} ({published['source']})")
+        if published["broken"]:
+            print(f"  {published['layout']['description']} breaks {published['broken']}")
+        else:
+            print(
+                f"  {published['layout']['description']}: published {published['published']:g} "
+                f"{published['metric']}, planner {published['predicted']:.4g}, ratio "
+                f"{published['ratio']:.2f} (band {published['band'][0]}-{published['band'][1]})"
+                f"; {published['slowdown']:.2f}x the best step time"
+            )
+            print(f"  why: {published['gap']}")
     print("never considered:")
     for group in result["rejected"]:
         print(f"  {group['rule']:<30}{group['count']:>8}  {group['description']}")

@@ -25,7 +25,7 @@ from app.calc.training import Parallelism, TrainingSetup, training_memory
 def training_setup(request: PlanRequest, layout: Layout, microbatches: int = 1) -> TrainingSetup:
     """The app.calc.training setup of a layout: what its memory report is computed from.
 
-    ZB-H1 keeps 1F1B's peak activations (Qi et al. arXiv:2401.10241 Section 2.2), so it is
+    ZB-H1 keeps 1F1B's peak activations (Qi et al. arXiv:2401.10241 Section 2.1), so it is
     passed to the memory calculator as 1F1B.
     """
     memory_schedule = "1f1b" if layout.schedule == "zb-h1" or layout.pp == 1 else layout.schedule

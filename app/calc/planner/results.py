@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, field
 
 from app.calc.planner.request import STEP_TERMS, Layout, PlanRequest
 
@@ -92,10 +93,17 @@ class Plan:
     enumerated: int  # candidates looked at
     valid: int  # passed every rule (fitting or not)
     feasible: int  # valid and fitting
+    # Every feasible layout's step time to the microsecond, ascending: ranks a layout that
+    # is not among the `top` listed without keeping every cost (DeepSeek-V3 has 700k).
+    step_times_s: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def best(self) -> LayoutCost | None:
         return self.ranked[0] if self.ranked else None
+
+    def rank_of(self, step_time_s: float) -> int:
+        """1 + the feasible layouts faster than `step_time_s` (a microsecond is a tie)."""
+        return bisect.bisect_left(self.step_times_s, round(step_time_s, 6)) + 1
 
 
 @dataclass(frozen=True)

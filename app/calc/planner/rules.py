@@ -42,7 +42,7 @@ RULES: dict[str, str] = {
     "interleaved_divides_layers": "interleaved: pp x v must divide the layers",
     "interleaved_microbatches": "interleaved: micro-batches must be a multiple of pp "
     "(Megatron-LM runs them in groups of p)",
-    "zb_microbatches": "ZB-H1: at least pp micro-batches (Qi et al. arXiv:2401.10241 Section 2.2)",
+    "zb_microbatches": "ZB-H1: at least pp micro-batches (Qi et al. arXiv:2401.10241 Section 2.1)",
     "selective_same_as_none": "search only: with FlashAttention selective recompute keeps the "
     "same activations as none and adds FLOPs (NVIDIA/Megatron-LM#464)",
     "gpipe_dominated": "search only: GPipe has 1F1B's bubble with m instead of p micro-batches "

@@ -125,6 +125,7 @@ def plan(request: PlanRequest) -> Plan:
         enumerated=counts[0],
         valid=counts[1],
         feasible=len(found),
+        step_times_s=tuple(_rank_key(f)[0] for f in found),
     )
 
 
