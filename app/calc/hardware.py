@@ -173,9 +173,12 @@ ACCELERATORS: dict[str, Accelerator] = {
                 "1,440 GB HBM3e, NVLink 1.8 TB/s per GPU; per GPU = /8, dense = half"
             ),
             verified=(
-                "per-GPU dense figures and 8 TB/s read from secondary copies only "
-                "(glennklockwood.com, vendor cloud docs), NOT from NVIDIA's own page; NVIDIA "
-                "has also quoted 7.7 TB/s for HGX B200"
+                "NOT checked against NVIDIA's own datasheet (not in the searchable copies). "
+                "Secondary copies agree: glennklockwood.com (HGX B200, 1000 W: FP32 80, TF32 "
+                "1100, BF16 2250, FP8 4500 TFLOPS dense, 8 TB/s), stas00/ml-engineering (2250 / "
+                "4500, 8.0 TB/s); MLPerf Inference v6.0 system files name 'B200-SXM-180GB'. "
+                "Bandwidth is uncertain: pytorch/ao PR #4002 reads a 7680-bit bus at 3996 MHz "
+                "from the driver, 7.67 TB/s, matching NVIDIA's other quote of 7.7 TB/s"
             ),
         ),
         Accelerator(
@@ -198,8 +201,10 @@ ACCELERATORS: dict[str, Accelerator] = {
                 "TFLOPS dense; 192 GB HBM3 at 5.3 TB/s; Infinity Fabric 896 GB/s peak"
             ),
             verified=(
-                "1307.4 / 2614.9 / 163.4, 5.3 TB/s and 896 GB/s matched in secondary copies; "
-                "TF32 653.7 NOT cross-checked"
+                "NOT checked against AMD's own datasheet (not in the searchable copies). "
+                "Secondary copies agree on 192 GB, 5.3 TB/s, 896 GB/s Infinity Fabric and about "
+                "1.3 PFLOPS FP16 / 2.6 PFLOPS FP8 dense; TF32 653.7 and FP32 163.4 NOT "
+                "cross-checked"
             ),
         ),
         Accelerator(

@@ -22,7 +22,7 @@ published closed forms exactly (tests/calc/test_pipeline.py):
   t_pb / t_id = (p - 1) / m.
 - Interleaved 1F1B with v chunks per stage (same paper, Section 2.2.2): t_pb = (p - 1)(t_f +
   t_b) / v, so t_pb / t_id = (p - 1) / (v m).
-- ZB-H1 (Qi et al., Section 2.2, Figure 3): bubble (p - 1)(T_F + T_B - T_W), a third of 1F1B's
+- ZB-H1 (Qi et al., Section 2.1, Figure 3): bubble (p - 1)(T_F + T_B - T_W), a third of 1F1B's
   when T_F = T_B = T_W. The simulation gives exactly that while T_W <= min(T_F, T_B) and
   m >= p; past that a held-back W no longer fits the wait it fills, and the simulated bubble
   is (p - 1) max(T_F + T_B - T_W, T_F, T_B) (m >= p), which the page shows beside the formula.
@@ -165,7 +165,7 @@ def _interleaved(p: int, m: int, stage: int, v: int) -> list[Action]:
 
 
 def _zb_h1(p: int, m: int, stage: int) -> list[Action]:
-    # Qi et al., Section 2.2 and Figure 3 (ZB-H1): 1F1B's forwards and input-gradient
+    # Qi et al., Section 2.1 and Figure 3 (ZB-H1): 1F1B's forwards and input-gradient
     # backwards, each B as soon as 1F1B would run its backward so the stage above gets its
     # gradient early; stage i holds back its first i weight gradients, so each W runs i
     # places after its B and the last i fill the drain at the end, where 1F1B idles. Stage i
@@ -352,7 +352,8 @@ def closed_form(setup: PipelineSetup) -> ClosedForm:
         )
         source = (
             "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024, arXiv:2401.10241), "
-            "Section 2.2, ZB-H1; (p−1)/(3m) when T_F = T_B = T_W (sail-sg README table)"
+            "Section 2.1 and Figure 3, ZB-H1; (p−1)/(3m) when T_F = T_B = T_W "
+            "(sail-sg README table)"
         )
     elif setup.schedule == "interleaved":
         bubble = (p - 1) * (tf + tb + tw) / v

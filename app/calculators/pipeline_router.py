@@ -107,7 +107,7 @@ def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> PipelineResult:
     the total time, the bubble both ways (idle / (p x total) and idle / busy = t_pb / t_id),
     the published closed form beside it, and the peak micro-batches in flight per stage.
     Sources: Narayanan et al., arXiv:2104.04473, Sections 2.2.1-2.2.2 (GPipe, 1F1B,
-    interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.2
+    interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.1
     (ZB-H1).
     """
     return PipelineResult.model_validate(pipeline_result(query))

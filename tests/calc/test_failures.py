@@ -12,6 +12,7 @@ from app.calc.failures import (
     DAY,
     HOUR,
     LLAMA3_405B,
+    LLAMA3_405B_TABLE5,
     MONTH,
     daly_interval,
     daly_ratio,
@@ -164,3 +165,18 @@ def test_daly_ratio_is_c_over_2m_and_the_rate_period_follows_the_rate_kind() -> 
     query = FailuresQuery(rate_kind="per_unit_per_month", rate=0.5)
     assert query.rate_period_s() == MONTH == 720 * HOUR
     assert FailuresQuery(rate_kind="mtbf_hours", rate=1000).rate_period_s() is None
+
+
+def test_llama3_table5_counts_add_up_to_the_record_and_only_row_one_disagrees() -> None:
+    # arXiv:2407.21783, Table 5: 18 rows whose counts sum to the 419 unexpected interruptions.
+    rows = LLAMA3_405B_TABLE5
+    assert len(rows) == 18
+    assert sum(count for _, _, count, _ in rows) == LLAMA3_405B.interruptions == 419
+    mismatched = [name for name, _, count, pct in rows if round(100 * count / 419, 1) != pct]
+    assert mismatched == ["Faulty GPU"]  # 148 / 419 = 35.3 %, printed 30.1 %
+    assert round(100 * 148 / 419, 1) == 35.3
+    # The paper's "GPU issues ... 58.7%" sums the printed GPU percentages; counts give 64.0 %.
+    gpu = [(count, pct) for _, cat, count, pct in rows if cat == "GPU"]
+    assert round(sum(pct for _, pct in gpu), 1) == 58.7
+    assert round(100 * sum(count for count, _ in gpu) / 419, 1) == 64.0
+    assert round(sum(pct for _, _, _, pct in rows), 1) == 94.9

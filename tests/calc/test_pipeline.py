@@ -158,7 +158,7 @@ def test_zero_bubble_readme_table() -> None:
 def test_zb_h1_bubble_is_the_papers_expression_while_w_is_short(
     p: int, extra: int, tf: float, tb: float, tw: float
 ) -> None:
-    # Qi et al., arXiv:2401.10241, Section 2.2: ZB-H1's bubble is (p - 1)(T_F + T_B - T_W).
+    # Qi et al., arXiv:2401.10241, Section 2.1: ZB-H1's bubble is (p - 1)(T_F + T_B - T_W).
     # In this simulation that holds while W <= min(F, B) (and m >= p); a longer W no longer
     # fits the waits it fills, and the bubble is (p - 1) max(F + B - W, F, B).
     m = p + extra
@@ -227,7 +227,7 @@ def test_interleaved_in_flight_matches_activations_module(p: int, m: int, v: int
 
 @pytest.mark.parametrize(("p", "m"), [(2, 1), (4, 2), (6, 5), (6, 6), (6, 12), (8, 30)])
 def test_zb_h1_holds_as_much_as_1f1b_first_stage_on_every_stage(p: int, m: int) -> None:
-    # Qi et al., Section 2.2: ZB-H1 keeps 1F1B's peak memory. Stage i holds 1F1B's
+    # Qi et al., Section 2.1: ZB-H1 keeps 1F1B's peak memory. Stage i holds 1F1B's
     # min(p - i, m) plus the weight gradients it holds back: min(p, m) on every stage.
     sim = simulate(PipelineSetup("zb-h1", p, m))
     assert sim.peak_in_flight == [min(p, m)] * p

@@ -54,7 +54,7 @@ def test_cli_prints_a_text_gantt(capsys) -> None:
 def test_page_shows_the_formula_with_numbers_and_source(client: TestClient) -> None:
     page = client.get("/calculators/pipeline", params={**SCENARIO, "schedule": "zb-h1"}).text
     assert r"t_{pb} = (4-1)(1 + 1 - 1) = 3" in page
-    assert "arXiv:2401.10241" in page and "Section 2.2" in page
+    assert "arXiv:2401.10241" in page and "Section 2.1" in page
     assert 'id="closed-form-check"' in page and "agree" in page
     page = client.get("/calculators/pipeline", params={**SCENARIO, "t_p2p": 0.5}).text
     assert "leaves out the send/receive time" in page

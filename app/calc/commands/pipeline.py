@@ -20,7 +20,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "ways (idle / (p x total) and idle / busy = t_pb / t_id) beside the closed form,\n"
             "and the peak micro-batches in flight per stage. Times are per micro-batch per\n"
             "stage, in any one unit. Sources: Narayanan et al., arXiv:2104.04473, Section 2.2;\n"
-            "Qi et al., arXiv:2401.10241, Section 2.2 (ZB-H1).\n\n"
+            "Qi et al., arXiv:2401.10241, Section 2.1 (ZB-H1).\n\n"
             "  python -m app.calc pipeline --schedule 1f1b --pp 4 --microbatches 8\n"
             "  python -m app.calc pipeline --schedule interleaved --pp 4 --microbatches 8 \\\n"
             "      --virtual-stages 2 --json"
