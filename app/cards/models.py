@@ -14,6 +14,19 @@ FIRST_SECTION = "In 30 seconds"
 WORKED_EXAMPLE = "Worked example"
 CLOSING_SECTIONS = ("Common mistakes", "Follow-up questions", "Sources")
 
+# Editions in other languages live in content/cards/<lang>/<id>.md; LANGUAGES maps the ?lang=
+# value to that folder. A Chinese edition names the fixed sections with these headings (its
+# own derivation sections are free, like the English card's), so the loader can line its
+# sections up with the English card's one for one.
+LANGUAGES = {"zh": "zh-CN"}
+ZH_SECTIONS = {
+    "30 秒回答": FIRST_SECTION,
+    "计算实例": WORKED_EXAMPLE,
+    "常见误区": "Common mistakes",
+    "面试追问": "Follow-up questions",
+    "参考文献": "Sources",
+}
+
 
 class CardMeta(BaseModel):
     """A card's front matter: the contract every content/cards/*.md file must meet."""
@@ -33,8 +46,11 @@ class CardMeta(BaseModel):
 
 class Card(BaseModel):
     meta: CardMeta
+    lang: str = "en"  # "en" for the original, else a key of LANGUAGES
     html: str
     has_diagram: bool
     sections: list[str]  # the H2 headings, in order
     answer_html: str  # the "In 30 seconds" section alone, for the cheat sheet
     text: str  # the Markdown body without front matter, for search
+    examples: list[str] = Field(default_factory=list)  # each ```example block, info and body
+    links: list[str] = Field(default_factory=list)  # every href in the body, in-page ones aside

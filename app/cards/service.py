@@ -4,6 +4,7 @@ sections checked and links between cards resolved."""
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +19,21 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
 from app.cards.examples import render_example
-from app.cards.models import CLOSING_SECTIONS, FIRST_SECTION, WORKED_EXAMPLE, Card, CardMeta
+from app.cards.models import (
+    CLOSING_SECTIONS,
+    FIRST_SECTION,
+    LANGUAGES,
+    WORKED_EXAMPLE,
+    ZH_SECTIONS,
+    Card,
+    CardMeta,
+)
+
+# How each edition's language names the fixed sections (English names them itself).
+SECTION_NAMES = {"zh": ZH_SECTIONS}
+FIXED_SECTIONS = {FIRST_SECTION, WORKED_EXAMPLE, *CLOSING_SECTIONS}
+# Front matter an edition copies from the English card unchanged; it translates the rest.
+SHARED_FIELDS = ("tags", "difficulty", "prerequisites", "calculators", "demos", "sources")
 
 
 class CardError(ValueError):
@@ -61,20 +76,39 @@ def _h2_positions(tokens: list) -> list[tuple[int, str]]:  # noqa: ANN001 - mark
     ]
 
 
-def _check_sections(name: str, sections: list[str], meta: CardMeta, examples: int) -> None:
+def _check_sections(name: str, sections: list[str], meta: CardMeta, examples: int,
+                    local: dict[str, str]) -> None:  # fmt: skip
+    """`sections` by their English names; `local` names them in the card's own language."""
+
+    def heading(section: str) -> str:
+        return f"'## {local.get(section, section)}'"
+
     if not sections or sections[0] != FIRST_SECTION:
-        raise CardError(f"{name}: the first section must be '## {FIRST_SECTION}'")
+        raise CardError(f"{name}: the first section must be {heading(FIRST_SECTION)}")
     if tuple(sections[-len(CLOSING_SECTIONS) :]) != CLOSING_SECTIONS:
-        wanted = ", ".join(f"'## {s}'" for s in CLOSING_SECTIONS)
+        wanted = ", ".join(heading(s) for s in CLOSING_SECTIONS)
         raise CardError(f"{name}: the card must end with the sections {wanted}, in that order")
     if meta.calculators and (WORKED_EXAMPLE not in sections or not examples):
         raise CardError(
-            f"{name}: a card that names calculators has a '## {WORKED_EXAMPLE}' section "
+            f"{name}: a card that names calculators has a {heading(WORKED_EXAMPLE)} section "
             "with at least one ```example block"
         )
 
 
-def render_card(source: str, name: str = "<card>") -> Card:
+def _examples_and_links(tokens: list) -> tuple[list[str], list[str]]:  # noqa: ANN001
+    examples = [f"{t.info.strip()}\n{t.content}" for t in tokens
+                if t.type == "fence" and t.info.strip().startswith("example")]  # fmt: skip
+    links = [
+        str(child.attrGet("href"))
+        for t in tokens
+        for child in t.children or []
+        if child.type == "link_open" and not str(child.attrGet("href")).startswith("#")
+    ]
+    return examples, links
+
+
+def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
+    """Renders one card; `lang` is "en" or a key of LANGUAGES, whose section names it uses."""
     md = _markdown()
     tokens = md.parse(source)
     if not tokens or tokens[0].type != "front_matter":
@@ -90,19 +124,58 @@ def render_card(source: str, name: str = "<card>") -> Card:
         raise CardError(f"{name}: {exc}") from exc
     positions = _h2_positions(tokens)
     sections = [title for _, title in positions]
-    _check_sections(name, sections, meta, int(env.get("examples", 0)))
+    names = SECTION_NAMES.get(lang, {})
+    local = {english: own for own, english in names.items()}
+    english = [names.get(s, s) for s in sections]
+    _check_sections(name, english, meta, int(env.get("examples", 0)), local)
     start = positions[0][0] + 3  # past heading_open, inline, heading_close
     end = positions[1][0] if len(positions) > 1 else len(tokens)
     answer = md.renderer.render(tokens[start:end], md.options, {})
     text = source.split("---", 2)[2] if source.startswith("---") else source
+    examples, links = _examples_and_links(tokens)
     return Card(
         meta=meta,
+        lang=lang,
         html=body,
         has_diagram=bool(env.get("has_diagram")),
         sections=sections,
         answer_html=answer,
         text=text,
+        examples=examples,
+        links=links,
     )
+
+
+def check_edition(original: Card, edition: Card, name: str) -> None:
+    """An edition is the English card in another language, not another card: the same front
+    matter apart from title and summary, the same sections in the same order (the fixed ones
+    by name, through SECTION_NAMES; derivation sections by position), identical ```example
+    blocks, so the calculators compute the same figures, and the same links."""
+    problems = [
+        f"front matter {field!r} differs from the English card's"
+        for field in SHARED_FIELDS
+        if getattr(edition.meta, field) != getattr(original.meta, field)
+    ]
+    names = SECTION_NAMES.get(edition.lang, {})
+    mapped = [names.get(s, s) for s in edition.sections]
+    if len(mapped) != len(original.sections) or any(
+        mine != theirs and (mine in FIXED_SECTIONS or theirs in FIXED_SECTIONS)
+        for mine, theirs in zip(mapped, original.sections, strict=False)
+    ):
+        raise CardError(
+            f"{name}: sections {edition.sections} do not line up with the English card's "
+            f"{original.sections} (fixed sections use the headings {list(names)})"
+        )
+    if edition.examples != original.examples:
+        problems.append("its ```example blocks differ from the English card's (copy them as "
+                        "they are, in the same order)")  # fmt: skip
+    missing = Counter(original.links) - Counter(edition.links)
+    extra = Counter(edition.links) - Counter(original.links)
+    if missing or extra:
+        problems.append(f"links differ from the English card's: missing {sorted(missing)}, "
+                        f"extra {sorted(extra)}")  # fmt: skip
+    if problems:
+        raise CardError(f"{name}: " + "; ".join(problems))
 
 
 def _ordered(cards: Iterable[Card]) -> list[Card]:
@@ -126,9 +199,17 @@ def _ordered(cards: Iterable[Card]) -> list[Card]:
 class CardLibrary:
     """Every card, in study order (prerequisites first), with full-text search."""
 
-    def __init__(self, cards: list[Card]) -> None:
+    def __init__(self, cards: list[Card], editions: Iterable[Card] = ()) -> None:
         self._cards = _ordered(cards)
         self._by_id = {c.meta.id: c for c in self._cards}
+        self._editions: dict[tuple[str, str], Card] = {}
+        for edition in editions:
+            name = f"{LANGUAGES[edition.lang]}/{edition.meta.id}.md"
+            original = self._by_id.get(edition.meta.id)
+            if original is None:
+                raise CardError(f"{name}: no English card {edition.meta.id!r} to translate")
+            check_edition(original, edition, name)
+            self._editions[edition.lang, edition.meta.id] = edition
         missing = [
             f"{c.meta.id}: prerequisite {p!r} is not a card"
             for c in self._cards
@@ -140,8 +221,13 @@ class CardLibrary:
 
     @classmethod
     def load(cls, cards_dir: Path) -> CardLibrary:
+        """The English cards in cards_dir, and their editions in cards_dir/<LANGUAGES folder>."""
         files = sorted(cards_dir.glob("*.md"))
-        signature = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        for folder in LANGUAGES.values():
+            files += sorted((cards_dir / folder).glob("*.md"))
+        signature = tuple(
+            (str(p.relative_to(cards_dir)), p.stat().st_mtime_ns, p.stat().st_size) for p in files
+        )
         return _load(cards_dir, signature)
 
     def get(self, card_id: str) -> Card | None:
@@ -149,6 +235,20 @@ class CardLibrary:
 
     def all(self) -> list[Card]:
         return list(self._cards)
+
+    def edition(self, card_id: str, lang: str) -> Card | None:
+        """The card in `lang` ("en" or a key of LANGUAGES), if that edition is written."""
+        if lang == "en":
+            return self.get(card_id)
+        return self._editions.get((lang, card_id))
+
+    def editions(self, lang: str) -> list[Card]:
+        """The cards written in `lang`, in study order."""
+        return [e for c in self._cards if (e := self.edition(c.meta.id, lang))]
+
+    def in_language(self, lang: str) -> list[Card]:
+        """Every card, in study order, in `lang` where that edition is written, else in English."""
+        return [self.edition(c.meta.id, lang) or c for c in self._cards]
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
@@ -176,10 +276,16 @@ class CardLibrary:
 @lru_cache(maxsize=4)
 def _load(cards_dir: Path, signature: tuple) -> CardLibrary:  # noqa: ARG001 - the cache key
     # Rendering runs every calculator in every worked example: do it once per set of files.
-    cards = []
-    for path in sorted(cards_dir.glob("*.md")):
-        card = render_card(path.read_text(encoding="utf-8"), path.name)
+    def read(path: Path, name: str, lang: str) -> Card:
+        card = render_card(path.read_text(encoding="utf-8"), name, lang)
         if card.meta.id != path.stem:
-            raise CardError(f"{path.name}: id {card.meta.id!r} must match the file name")
-        cards.append(card)
-    return CardLibrary(cards)
+            raise CardError(f"{name}: id {card.meta.id!r} must match the file name")
+        return card
+
+    cards = [read(path, path.name, "en") for path in sorted(cards_dir.glob("*.md"))]
+    editions = [
+        read(path, f"{folder}/{path.name}", lang)
+        for lang, folder in LANGUAGES.items()
+        for path in sorted((cards_dir / folder).glob("*.md"))
+    ]
+    return CardLibrary(cards, editions)

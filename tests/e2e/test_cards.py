@@ -10,7 +10,8 @@ from app.config import ROOT_DIR
 
 pytestmark = pytest.mark.browser
 
-CARDS = CardLibrary.load(ROOT_DIR / "content" / "cards").all()
+LIBRARY = CardLibrary.load(ROOT_DIR / "content" / "cards")
+CARDS = LIBRARY.all()
 
 
 @pytest.mark.parametrize("card_id", [c.meta.id for c in CARDS])
@@ -24,6 +25,21 @@ def test_card_renders_its_math_and_diagrams(page: Page, card_id: str) -> None:
     if card.has_diagram:
         expect(page.locator("#card pre.mermaid svg").first).to_be_visible(timeout=15_000)
         expect(page.locator("#card pre.mermaid", has_text="Syntax error")).to_have_count(0)
+
+
+@pytest.mark.parametrize("card_id", [c.meta.id for c in LIBRARY.editions("zh")][:2])
+def test_a_chinese_card_renders_its_math_and_switches_to_english(page: Page, card_id: str) -> None:
+    edition = LIBRARY.edition(card_id, "zh")
+    assert edition is not None
+    page.goto(f"/cards/{card_id}?lang=zh")
+    expect(page.locator("h1")).to_have_text(edition.meta.title)
+    expect(page.locator("#card .katex").first).to_be_visible()
+    expect(page.locator("#card .katex-error")).to_have_count(0)
+    expect(page.locator("#card .worked-example").first).to_be_visible()
+    if edition.has_diagram:
+        expect(page.locator("#card pre.mermaid svg").first).to_be_visible(timeout=15_000)
+    page.click("a.edition-switch")
+    expect(page.locator("h1")).to_have_text(LIBRARY.get(card_id).meta.title)  # type: ignore[union-attr]
 
 
 def test_search_then_open_a_card(page: Page) -> None:
