@@ -142,8 +142,14 @@ CHINESE_QUERIES = {
     "显存碎片": "memory-anatomy",
     "混合精度": "mixed-precision",
     "损失缩放": "mixed-precision",
-    "优化器状态": "adam-bytes-per-parameter",
+    "分块量化": "adam-bytes-per-parameter",
     "每参数字节": "adam-bytes-per-parameter",
+    "数据并行": "dp-vs-ddp",
+    "带宽最优": "ring-all-reduce",
+    "切分优化器状态": "zero-stages",
+    "激活重计算": "activation-checkpointing",
+    "三维并行": "3d-parallelism",
+    "梯度累积": "gradient-accumulation",
 }
 
 
