@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -42,6 +43,12 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
             text = error["msg"][0].lower() + error["msg"][1:]
         messages.append(f"{label}: {text}")
     return messages
+
+
+def query_inputs(request: Request) -> dict[str, str]:
+    """A GET form's inputs: every query parameter but ?lang=, which picks the page's language
+    (app/language.py), so a shared link in Chinese opens the calculator with its defaults."""
+    return {k: v for k, v in request.query_params.items() if k != "lang"}
 
 
 def parse_form(

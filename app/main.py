@@ -21,6 +21,8 @@ from app.accounts.router import router as accounts_router
 from app.admin.backup import app_lock
 from app.admin.router import router as admin_router
 from app.calculators import routers as calculator_routers
+from app.cards.glossary import Glossary
+from app.cards.glossary_router import router as glossary_router
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.router import router as cards_router
 from app.cards.search import SearchIndex
@@ -28,6 +30,7 @@ from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
 from app.errors import refusal, register_error_pages
+from app.i18n import LOCALES, LanguageMiddleware, translations
 from app.live.queue import JobQueue
 from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
@@ -102,10 +105,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
     app.state.cards = CardLibrary.load(settings.content_dir / "cards")
     app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")
+    for lang in LOCALES:
+        translations(lang)  # compiled now: a broken catalogue stops the app here, not mid-page
     problems = app.state.cards.link_problems(CALCULATOR_PAGES, DEMO_PAGES)
     problems += app.state.quiz.card_problems(c.meta.id for c in app.state.cards.all())
     if problems:
         raise CardError("; ".join(problems))
+    app.state.glossary = Glossary.load(
+        settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all())
+    )
     app.state.limits = limits_for(
         settings.login_rate_limit, settings.register_rate_limit, settings.demo_rate_limit
     )
@@ -119,6 +127,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     register_error_pages(app)  # first: its 500 page is made inside the middleware below
+    # Inside the session middleware (added after it, so it runs later): a user's setting counts.
+    app.add_middleware(LanguageMiddleware)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.session_secret,
@@ -132,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
     for router in (
         cards_router,
+        glossary_router,
         *calculator_routers(),
         live_router,
         accounts_router,

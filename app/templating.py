@@ -10,17 +10,21 @@ from app import formatting
 from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
+from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
 
+# Labels are marked here and translated where the header shows them.
 NAV = [
-    ("Cards", "/cards"),
-    ("Calculators", "/calculators"),
-    ("Demos", "/demos"),
-    ("Quiz", "/quiz"),
-    ("Progress", "/progress"),
-    ("Groups", "/groups"),
+    (N_("Cards"), "/cards"),
+    (N_("Calculators"), "/calculators"),
+    (N_("Demos"), "/demos"),
+    (N_("Quiz"), "/quiz"),
+    (N_("Progress"), "/progress"),
+    (N_("Groups"), "/groups"),
 ]
+# The header's switch: each language named in itself.
+LANGUAGE_NAMES = {"zh": "中文", "en": "English"}
 
 
 def _page_context(request: Request) -> dict[str, object]:
@@ -32,8 +36,14 @@ def _page_context(request: Request) -> dict[str, object]:
             user = session.get(User, user_id)
         if user is not None and user.disabled:
             user = None
+    lang = current_language()
     return {
         "nav": NAV,
+        "lang": lang,
+        "html_lang": HTML_LANG[lang],
+        "language_names": LANGUAGE_NAMES,
+        # The same page with only ?lang= changed, for the switch.
+        "switch_query": {k: v for k, v in request.query_params.items() if k != "lang"},
         "user": user,
         "path": request.url.path,
         # htmx sends it from <body hx-headers:inherited>; plain forms as a hidden field.
@@ -42,6 +52,11 @@ def _page_context(request: Request) -> dict[str, object]:
 
 
 templates = Jinja2Templates(directory=ROOT_DIR / "templates", context_processors=[_page_context])
+templates.env.add_extension("jinja2.ext.i18n")
+# {% trans %} blocks may wrap lines: whitespace is collapsed, as pybabel extracts them (babel.cfg).
+templates.env.policies["ext.i18n.trimmed"] = True
+# Newstyle: _("…", n=…) formats after translating and escapes the arguments.
+templates.env.install_gettext_callables(gettext, ngettext, newstyle=True)
 templates.env.globals["vendor"] = VENDOR
 templates.env.filters.update(
     gb=formatting.gb,

@@ -20,6 +20,8 @@ class User(SQLModel, table=True):
     is_admin: bool = False
     # A disabled user cannot log in, and an existing session stops working.
     disabled: bool = False
+    # The UI language the user chose ("en" or "zh"); None: follow the cookie and the browser.
+    language: str | None = Field(default=None, max_length=8)
 
 
 class Invite(SQLModel, table=True):

@@ -17,8 +17,9 @@ from app.accounts.service import UsernameTaken, create_account
 from app.config import Settings
 from app.db import SessionDep
 from app.forms import parse_form
+from app.language import LANG_CHOICES
 from app.ratelimit import SlidingWindow, client_address, wait_message
-from app.security import log_in, log_out, verify_password
+from app.security import CurrentUser, log_in, log_out, verify_password
 from app.templating import templates
 
 log = logging.getLogger(__name__)
@@ -165,3 +166,15 @@ def login(
 def logout(request: Request) -> RedirectResponse:
     log_out(request)
     return RedirectResponse("/", status_code=303)
+
+
+@router.post("/account/language")
+def set_language(
+    user: CurrentUser, session: SessionDep, language: FormText = "", next: FormText = ""
+) -> RedirectResponse:
+    """The header's switch for a signed-in user: kept on the account, so it follows them to
+    every page and device; an unknown value clears it (back to the cookie and the browser)."""
+    user.language = language if language in LANG_CHOICES else None
+    session.add(user)
+    session.commit()
+    return RedirectResponse(_safe_next(next or "/"), status_code=303)

@@ -13,7 +13,7 @@ from app.calc.links import LINKS
 from app.calc.model import PRESETS
 from app.calculators.communication_view import communication_view, gigabytes, rate, seconds
 from app.calculators.pages import add_calculator_pages, share_url
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -92,7 +92,7 @@ def shareable_url(query: CommunicationQuery) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(CommunicationQuery, raw, LABELS)
     options = {
         "presets": [(k, v.name) for k, v in PRESETS.items()],

@@ -15,7 +15,7 @@ from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
 from app.calc.model import PRESETS
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -210,7 +210,7 @@ def _chart(query: ComputeQuery, r: dict[str, Any]) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(ComputeQuery, raw, LABELS)
     options = {
         "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],

@@ -12,7 +12,7 @@ from app.calc.failures import HOUR, daly_ratio
 from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -71,7 +71,7 @@ def shareable_url(query: FailuresQuery) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, Any], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(FailuresQuery, raw, LABELS)
     options = {"rate_kinds": list(RATE_KINDS.items())}
     if query is None:

@@ -17,7 +17,7 @@ from app.calc.units import MEMORY_UNITS
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import ModelShape
 from app.formatting import memory
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -75,7 +75,7 @@ def shareable_url(query: InferenceQuery) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, Any], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(InferenceQuery, raw, LABELS)
     options = {
         "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],

@@ -11,7 +11,7 @@ from app.calc.pipeline import SCHEDULE_NAMES
 from app.calc.pipeline_query import LABELS, PipelineQuery, pipeline_result
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.pipeline_view import number, percent, pipeline_view, plain
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -75,7 +75,7 @@ def shareable_url(query: PipelineQuery) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(PipelineQuery, raw, LABELS)
     options = {
         "schedules": list(SCHEDULE_NAMES.items()),

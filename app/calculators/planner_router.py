@@ -26,7 +26,7 @@ from app.calculators.communication_view import seconds
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
 from app.formatting import memory
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -189,7 +189,7 @@ def _options() -> dict[str, object]:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(PlannerQuery, raw, LABELS)
     if query is None:
         defaults = PlannerQuery.model_construct().model_dump()

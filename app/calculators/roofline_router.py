@@ -13,7 +13,7 @@ from app.calc.roofline import attainable
 from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_result
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -162,7 +162,7 @@ def _chart(r: dict[str, Any]) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(RooflineQuery, raw, LABELS)
     options = {
         "operations": list(OPERATIONS.items()),

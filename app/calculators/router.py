@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse
 from app.calculators.memory_view import stage_views
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import MemoryForm
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 from app.templating import templates
 
 router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
@@ -22,7 +22,7 @@ def calculators_index(request: Request) -> HTMLResponse:
 
 
 def _memory_context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     form, errors = parse_form(MemoryForm, raw, MEMORY_LABELS)
     if form is None:
         return {"errors": errors, "form": None, "raw": raw}, 422

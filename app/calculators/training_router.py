@@ -13,7 +13,7 @@ from app.calc.precision import OPTIMIZERS, RECIPES, bytes_per_param, conventions
 from app.calc.training_query import LABELS, MODEL_FIELDS, TrainingQuery
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.training_view import assumptions, training_view
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 
 router = APIRouter()
 
@@ -33,7 +33,7 @@ def shareable_url(query: TrainingQuery) -> str:
 
 
 def _context(request: Request) -> tuple[dict[str, object], int]:
-    raw = dict(request.query_params)
+    raw = query_inputs(request)
     query, errors = parse_form(TrainingQuery, raw, LABELS)
     options = {
         "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],

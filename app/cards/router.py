@@ -5,64 +5,54 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
-from app.cards.models import LANGUAGES, Card
+from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
+from app.i18n import N_
+from app.language import remember_language, request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
-# Where a card's related calculators and demos live, by the slugs front matter uses.
+# Where a card's related calculators and demos live, by the slugs front matter uses; the
+# labels are translated where the card page shows them.
 CALCULATOR_PAGES = {
-    "memory": ("Memory per GPU (ZeRO)", "/calculators/memory"),
-    "training-memory": ("Training memory per GPU", "/calculators/training-memory"),
-    "communication": ("Communication per step", "/calculators/communication"),
-    "pipeline": ("Pipeline schedules", "/calculators/pipeline"),
-    "compute": ("Compute and training time", "/calculators/compute"),
-    "roofline": ("Roofline", "/calculators/roofline"),
-    "inference-memory": ("Inference memory", "/calculators/inference-memory"),
-    "failures": ("Failures and checkpoints", "/calculators/failures"),
-    "planner": ("Parallel layout planner", "/calculators/planner"),
+    "memory": (N_("Memory per GPU (ZeRO)"), "/calculators/memory"),
+    "training-memory": (N_("Training memory per GPU"), "/calculators/training-memory"),
+    "communication": (N_("Communication per step"), "/calculators/communication"),
+    "pipeline": (N_("Pipeline schedules"), "/calculators/pipeline"),
+    "compute": (N_("Compute and training time"), "/calculators/compute"),
+    "roofline": (N_("Roofline"), "/calculators/roofline"),
+    "inference-memory": (N_("Inference memory"), "/calculators/inference-memory"),
+    "failures": (N_("Failures and checkpoints"), "/calculators/failures"),
+    "planner": (N_("Parallel layout planner"), "/calculators/planner"),
 }
 DEMO_PAGES = {slug: (page.title, page.path) for slug, page in LIVE_DEMO_PAGES.items()}
-DIFFICULTY = {1: "basics", 2: "working knowledge", 3: "senior"}
-LANG_COOKIE = "lang"
-LANG_CHOICES = {"en", *LANGUAGES}
+DIFFICULTY = {1: N_("basics"), 2: N_("working knowledge"), 3: N_("senior")}
 
 
 def _library(request: Request) -> CardLibrary:
     return request.app.state.cards
 
 
-def _lang(request: Request) -> str:
-    """Which edition to show: ?lang= (explicit, and a link that keeps it can be shared), else
-    the cookie that choice left, else the browser's first Accept-Language (zh-CN, zh-TW... → zh)."""
-    for choice in (request.query_params.get("lang"), request.cookies.get(LANG_COOKIE)):
-        if choice in LANG_CHOICES:
-            return choice
-    first = request.headers.get("accept-language", "").split(",")[0].strip().lower()
-    return "zh" if first.startswith("zh") else "en"
-
-
-def _remember_lang(request: Request, response: HTMLResponse, lang: str) -> HTMLResponse:
-    """The page depends on the cookie and the header; an explicit ?lang= choice is kept."""
-    response.headers["Vary"] = "Accept-Language, Cookie"
-    if request.query_params.get("lang") in LANG_CHOICES:
-        response.set_cookie(LANG_COOKIE, lang, max_age=365 * 24 * 3600, samesite="lax")
-    return response
-
-
 @router.get("", response_class=HTMLResponse)
 def card_list(request: Request, tag: str = "") -> HTMLResponse:
-    library, lang = _library(request), _lang(request)
+    library, lang = _library(request), request_language(request)
     cards = [c for c in library.in_language(lang) if not tag or tag in c.meta.tags]
     response = templates.TemplateResponse(
         request,
         "cards/index.html",
-        {"cards": cards, "tags": library.tags(), "tag": tag, "difficulty": DIFFICULTY},
+        # The glossary's link, for the template to show beside the map and the cheat sheet.
+        {
+            "cards": cards,
+            "tags": library.tags(),
+            "tag": tag,
+            "difficulty": DIFFICULTY,
+            "glossary_url": "/glossary",
+        },  # fmt: skip
     )
-    return _remember_lang(request, response, lang)
+    return remember_language(request, response, lang)
 
 
 @router.get("/search", response_class=HTMLResponse)
@@ -93,7 +83,7 @@ def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
 @router.get("/map", response_class=HTMLResponse)
 def topic_map(request: Request) -> HTMLResponse:
     """Every card as a node, an arrow from each prerequisite to the card that needs it."""
-    lang = _lang(request)
+    lang = request_language(request)
     cards = _library(request).in_language(lang)
     lines = ["flowchart TD"]
     for i, c in enumerate(cards):
@@ -106,21 +96,21 @@ def topic_map(request: Request) -> HTMLResponse:
     response = templates.TemplateResponse(
         request, "cards/map.html", {"diagram": "\n".join(lines), "cards": cards}
     )
-    return _remember_lang(request, response, lang)
+    return remember_language(request, response, lang)
 
 
 @router.get("/cheatsheet", response_class=HTMLResponse)
 def cheat_sheet(request: Request) -> HTMLResponse:
-    lang = _lang(request)
+    lang = request_language(request)
     response = templates.TemplateResponse(
         request, "cards/cheatsheet.html", {"cards": _library(request).in_language(lang)}
     )
-    return _remember_lang(request, response, lang)
+    return remember_language(request, response, lang)
 
 
 @router.get("/{card_id}", response_class=HTMLResponse)
 def card_page(request: Request, card_id: str) -> HTMLResponse:
-    library, lang = _library(request), _lang(request)
+    library, lang = _library(request), request_language(request)
     original = library.get(card_id)
     if original is None:
         raise HTTPException(404, f"no card called {card_id!r}")
@@ -153,4 +143,4 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
             "difficulty": DIFFICULTY,
         },  # fmt: skip
     )
-    return _remember_lang(request, response, lang)
+    return remember_language(request, response, lang)

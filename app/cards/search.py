@@ -45,6 +45,21 @@ def han_bigrams(text: str) -> str:
     return HAN.sub(lambda m: f" {_bigrams(m.group())} ", text)
 
 
+def query_words(query: str) -> list[str]:
+    """Words only: nothing a person types becomes FTS5 query syntax."""
+    return re.findall(r"\w+", query)[:12]
+
+
+def bigram_match(words: list[str]) -> tuple[str, list[str]]:
+    """An FTS5 query for text indexed with han_bigrams, and the parts it looks for. A run of
+    Chinese becomes a phrase of its bigrams, and one character alone a prefix (it is the first
+    half of some bigram, unless it ends every run it appears in); other words are quoted."""
+    parts = [p for w in words for p in re.split(f"({HAN.pattern})", w) if p]
+    terms = [f'"{p}"' if not HAN.match(p) else f'"{p}"*' if len(p) == 1
+             else f'"{_bigrams(p)}"' for p in parts]  # fmt: skip
+    return " ".join(terms), parts
+
+
 class SearchIndex:
     def __init__(self, cards: Iterable[Card], quiz_items: Iterable[QuizItem],
                  editions: Iterable[Card] = ()) -> None:  # fmt: skip
@@ -68,8 +83,7 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 25) -> list[Hit]:
         """English and Chinese hits; the Chinese ones first when the query holds Chinese."""
-        # Words only, each quoted: nothing a person types becomes FTS5 query syntax.
-        words = re.findall(r"\w+", query)[:12]
+        words = query_words(query)
         if not words:
             return []
         chinese = [w for w in words if HAN.search(w)]
@@ -81,16 +95,12 @@ class SearchIndex:
     def _chinese(self, words: list[str], limit: int) -> list[Hit]:
         if not self._editions:
             return []
-        # A run of Chinese becomes a phrase of its bigrams, and one character alone a prefix
-        # (it is the first half of some bigram, unless it ends every run it appears in).
-        parts = [p for w in words for p in re.split(f"({HAN.pattern})", w) if p]
-        terms = [f'"{p}"' if not HAN.match(p) else f'"{p}"*' if len(p) == 1
-                 else f'"{_bigrams(p)}"' for p in parts]  # fmt: skip
+        match, parts = bigram_match(words)
         with self._lock:
             rows = self._db.execute(
                 "SELECT id FROM docs_zh WHERE docs_zh MATCH ?"
                 " ORDER BY bm25(docs_zh, 0, 0, 0, 10, 5, 1) LIMIT ?",
-                (" ".join(terms), limit),
+                (match, limit),
             ).fetchall()
         hits = []
         for (card_id,) in rows:

@@ -23,7 +23,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
 from app.errors import is_htmx
-from app.forms import parse_form
+from app.forms import parse_form, query_inputs
 from app.live.demo_page import DemoPage
 from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
@@ -196,7 +196,7 @@ async def recorded_run_events(
 def add_demo_routes(page: DemoPage) -> None:
 
     def parse(request: Request) -> tuple[BaseModel | None, list[str]]:
-        return parse_form(page.params, dict(request.query_params), page.labels)
+        return parse_form(page.params, query_inputs(request), page.labels)
 
     def show_page(request: Request) -> HTMLResponse:
         params, _errors_ = parse(request)
@@ -241,7 +241,7 @@ def add_demo_routes(page: DemoPage) -> None:
 
     def checked_params(request: Request) -> BaseModel:
         """The stream's parameters, checked before any byte of the stream is sent."""
-        query = {k: v for k, v in request.query_params.items() if v != ""}
+        query = {k: v for k, v in query_inputs(request).items() if v != ""}
         try:
             params = page.params.model_validate(query)
         except ValidationError as exc:

@@ -114,18 +114,26 @@ GRADED_KINDS = frozenset({"single", "multiple", "numeric", "generated"})
 
 
 class QuestionBank:
-    def __init__(self, items: list[QuizItem]) -> None:
+    def __init__(self, items: list[QuizItem],
+                 editions: dict[tuple[str, str], QuizItem] | None = None) -> None:  # fmt: skip
+        """`editions`: translated items by (lang, id), as app.quiz.editions loads them."""
         self._by_id = {item.id: item for item in items}
+        self._editions = editions or {}
 
     @classmethod
     def load(cls, quiz_dir: Path) -> QuestionBank:
-        items: list[QuizItem] = []
+        """The items of quiz_dir/*.yaml, and their editions in quiz_dir/<LANGUAGES folder>."""
+        # Editions are built from this module's item types, so they are imported here.
+        from app.quiz.editions import load_editions
+
+        by_file: dict[str, list[QuizItem]] = {}
         for path in sorted(quiz_dir.glob("*.yaml")):
             try:
                 raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-                items += _ITEMS.validate_python(raw)
+                by_file[path.name] = _ITEMS.validate_python(raw)
             except (yaml.YAMLError, ValidationError, TypeError) as exc:
                 raise BankError(f"{path.name}: {exc}") from exc
+        items = [item for file_items in by_file.values() for item in file_items]
         for item in items:
             if isinstance(item, GeneratedItem) and item.generator not in GENERATORS:
                 raise BankError(f"{item.id}: unknown generator {item.generator!r}")
@@ -134,10 +142,19 @@ class QuestionBank:
             if item.id in seen:
                 raise BankError(f"quiz item id {item.id!r} is used twice in {quiz_dir}")
             seen.add(item.id)
-        return cls(items)
+        return cls(items, load_editions(quiz_dir, by_file))
 
     def get(self, item_id: str) -> QuizItem | None:
         return self._by_id.get(item_id)
+
+    def in_language(self, item: QuizItem, lang: str) -> QuizItem:
+        """The item in `lang` ("en" or a key of LANGUAGES) where that edition is written, else
+        the English item. Only the words differ: the answer keys are the English item's."""
+        return self._editions.get((lang, item.id), item)
+
+    def translated(self, lang: str) -> list[QuizItem]:
+        """The items written in `lang`."""
+        return [e for item in self._by_id.values() if (e := self._editions.get((lang, item.id)))]
 
     def all(self) -> list[QuizItem]:
         return list(self._by_id.values())

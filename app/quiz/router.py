@@ -12,6 +12,8 @@ from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
 from app.db import SessionDep
+from app.i18n import N_
+from app.language import remember_language, request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import GeneratedItem, QuestionBank
 from app.quiz.design_router import router as design_router
@@ -35,7 +37,8 @@ router = APIRouter(tags=["pages"], include_in_schema=False)
 for _sub in (progress_router, groups_router, design_router, mock_router):
     router.include_router(_sub)
 
-MODES: dict[str, str] = {"review": "Daily review", "practice": "Practice"}
+# Labels are translated where the page shows them.
+MODES: dict[str, str] = {"review": N_("Daily review"), "practice": N_("Practice")}
 
 
 def bank_of(request: Request) -> QuestionBank:
@@ -77,16 +80,22 @@ def quiz_page(
     if chosen is None:
         return templates.TemplateResponse(request, "quiz/question.html", context)
     item, reason = chosen
-    question = draw_question(item, random.Random())
+    lang = request_language(request)
+    question = draw_question(bank.in_language(item, lang), random.Random())
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
-    return templates.TemplateResponse(request, "quiz/question.html", context)
+    response = templates.TemplateResponse(request, "quiz/question.html", context)
+    return remember_language(request, response, lang)
 
 
-def question_from_form(bank: QuestionBank, form: FormData, item_id: str) -> Question:
-    """The question the form was showing; HTTP 422 if the item or its inputs were changed."""
+def question_from_form(
+    bank: QuestionBank, form: FormData, item_id: str, lang: str = "en"
+) -> Question:
+    """The question the form was showing, in `lang` where the item is translated; HTTP 422 if
+    the item or its inputs were changed."""
     item = bank.get(item_id)
     if item is None:
         raise HTTPException(422, f"no quiz item called {item_id!r}")
+    item = bank.in_language(item, lang)
     inputs = None
     if isinstance(item, GeneratedItem):
         try:
@@ -101,7 +110,8 @@ def question_from_form(bank: QuestionBank, form: FormData, item_id: str) -> Ques
 async def answer(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
     form = await request.form()
     fields = read_answer_form(form)
-    question = question_from_form(bank_of(request), form, fields.item_id)
+    lang = request_language(request)
+    question = question_from_form(bank_of(request), form, fields.item_id, lang)
     mode, topic = _mode(str(form.get("mode", ""))), str(form.get("topic", ""))[:80]
     context: dict[str, object] = {
         "question": question, "mode": mode, "topic": topic, "modes": MODES,

@@ -1,0 +1,91 @@
+"""The bilingual glossary: content/glossary.yaml, one entry per term, each naming the card that
+explains it (checked at load), searchable in English and Chinese.
+
+Search is FTS5 in memory, the Chinese columns indexed as character bigrams exactly as the
+cards' Chinese editions are (app/cards/search.py), so 气泡 and "bubble" both find the pipeline
+bubble.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from app.cards.models import Slug
+from app.cards.search import bigram_match, han_bigrams, query_words
+
+Line = Field(min_length=1, max_length=300)
+
+
+class GlossaryError(ValueError):
+    """A glossary file that does not meet the format, or names a card that does not exist."""
+
+
+class Term(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    en: str = Field(min_length=1, max_length=80)
+    zh: str = Field(min_length=1, max_length=80)
+    en_definition: str = Line
+    zh_definition: str = Line
+    card: Slug
+    # What Chinese engineers actually say, where it is not the dictionary term (often the
+    # English word itself).
+    zh_usage: str = ""
+
+
+_TERMS = TypeAdapter(list[Term])
+
+
+class Glossary:
+    def __init__(self, terms: list[Term]) -> None:
+        self.terms = sorted(terms, key=lambda t: t.en.lower())
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._db.execute(
+            "CREATE VIRTUAL TABLE terms USING fts5(i UNINDEXED, en, zh, en_definition,"
+            " zh_definition, tokenize='porter unicode61')"
+        )
+        rows = [(i, t.en, han_bigrams(f"{t.zh} {t.zh_usage}"), t.en_definition,
+                 han_bigrams(t.zh_definition)) for i, t in enumerate(self.terms)]  # fmt: skip
+        self._db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?, ?)", rows)
+
+    @classmethod
+    def load(cls, path: Path, card_ids: Iterable[str]) -> Glossary:
+        """The glossary at `path` (none there: an empty one); every term's card must exist."""
+        if not path.exists():
+            return cls([])
+        try:
+            terms = _TERMS.validate_python(yaml.safe_load(path.read_text(encoding="utf-8")) or [])
+        except (yaml.YAMLError, ValidationError, TypeError) as exc:
+            raise GlossaryError(f"{path.name}: {exc}") from exc
+        known = set(card_ids)
+        problems = [f"{path.name}: term {t.en!r} names no card {t.card!r}"
+                    for t in terms if t.card not in known]  # fmt: skip
+        seen: set[str] = set()
+        for t in terms:
+            if t.en.lower() in seen:
+                problems.append(f"{path.name}: term {t.en!r} is listed twice")
+            seen.add(t.en.lower())
+        if problems:
+            raise GlossaryError("; ".join(problems))
+        return cls(terms)
+
+    def search(self, query: str) -> list[Term]:
+        """Terms matching every word of the query, English or Chinese; the term itself weighs
+        more than its definition."""
+        words = query_words(query)
+        if not words:
+            return list(self.terms)
+        match, _ = bigram_match(words)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT i FROM terms WHERE terms MATCH ? ORDER BY bm25(terms, 0, 10, 10, 1, 1)",
+                (match,),
+            ).fetchall()
+        return [self.terms[i] for (i,) in rows]

@@ -1,0 +1,102 @@
+"""UI strings in the reader's language: gettext from translations/<locale>/LC_MESSAGES/messages.po.
+
+The catalogues are compiled in memory when first used, so the repository holds no .mo files
+and the app starts with no compile step (`scripts/i18n check` does the same compile in CI).
+
+The language of a request lives in a context variable that LanguageMiddleware sets. Every
+request runs in its own asyncio task, and sync endpoints run in a worker thread with a copy of
+that task's context (anyio), so one request's language can never leak into another's render.
+Installing a per-request translations object on the shared Jinja environment instead would
+race between concurrent requests; and macros that templates import see no render context, so
+the language cannot travel as a template variable either.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from functools import cache
+from io import BytesIO
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.support import NullTranslations, Translations
+from fastapi import Request
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.config import ROOT_DIR
+from app.language import LANG_CHOICES, LANG_COOKIE, request_language
+
+TRANSLATIONS_DIR = ROOT_DIR / "translations"
+# ?lang= value → the gettext locale of its catalogue and the BCP 47 tag for <html lang>.
+LOCALES = {"en": "en", "zh": "zh_CN"}
+HTML_LANG = {"en": "en", "zh": "zh-CN"}
+
+_language: ContextVar[str] = ContextVar("language", default="en")
+
+
+@cache
+def translations(lang: str) -> NullTranslations:
+    """The compiled catalogue for `lang`; English is the source language, so no catalogue."""
+    if lang == "en":
+        return NullTranslations()
+    po_path = TRANSLATIONS_DIR / LOCALES[lang] / "LC_MESSAGES" / "messages.po"
+    with po_path.open("rb") as po:
+        catalog = read_po(po, locale=LOCALES[lang])
+    mo = BytesIO()
+    write_mo(mo, catalog, use_fuzzy=False)  # a fuzzy guess is shown as the English original
+    mo.seek(0)
+    return Translations(mo)
+
+
+def current_language() -> str:
+    return _language.get()
+
+
+def gettext(message: str) -> str:
+    return translations(_language.get()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return translations(_language.get()).ngettext(singular, plural, n)
+
+
+def N_(message: str) -> str:  # noqa: N802 (the name pybabel looks for by default)
+    """Marks a string for extraction where it is defined; it is translated where it is shown."""
+    return message
+
+
+class LanguageMiddleware:
+    """Chooses the request's language once (app/language.py) and makes gettext use it. Every
+    HTML page now depends on it, so responses say Vary, and an explicit ?lang= is remembered
+    in a cookie. Runs inside SessionMiddleware: a signed-in user's own setting counts."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        lang = request_language(request)
+        explicit = request.query_params.get("lang") in LANG_CHOICES
+        token = _language.set(lang)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                vary = [v.strip() for v in headers.get("vary", "").split(",") if v.strip()]
+                headers["Vary"] = ", ".join(dict.fromkeys([*vary, "Accept-Language", "Cookie"]))
+                cookies = headers.getlist("set-cookie")
+                if explicit and not any(c.startswith(f"{LANG_COOKIE}=") for c in cookies):
+                    headers.append(
+                        "Set-Cookie",
+                        f"{LANG_COOKIE}={lang}; Max-Age={365 * 24 * 3600}; Path=/; SameSite=lax",
+                    )
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            _language.reset(token)

@@ -1,0 +1,132 @@
+"""Quiz items in other languages: content/quiz/zh-CN/<name>.yaml beside content/quiz/<name>.yaml.
+
+An edition entry gives only the words of an item (prompt, options' text and explanations, a
+numeric item's solution, a flashcard's back); the id names the English item and the kind
+repeats it, checked. Right answers, numbers, units, tolerances and a generated item's choices
+are not in the edition at all (the models forbid them), so the translated item is the English
+item with its words replaced, and grading reads the English answer keys whatever the language.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from app.cards.models import LANGUAGES, Slug
+from app.quiz.bank import (
+    BankError,
+    FlashcardItem,
+    GeneratedItem,
+    Markdown,
+    MultipleChoiceItem,
+    NumericItem,
+    QuizItem,
+    SingleChoiceItem,
+)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Slug
+    prompt: Markdown
+
+
+class OptionWords(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: Markdown
+    explanation: Markdown
+
+
+class ChoiceEntry(_Entry):
+    kind: Literal["single", "multiple"]
+    options: Annotated[list[OptionWords], Field(min_length=2, max_length=8)]
+    explanation: str = ""
+
+
+class NumericEntry(_Entry):
+    kind: Literal["numeric"]
+    solution: Markdown
+
+
+class GeneratedEntry(_Entry):
+    """Only the prompt: the generator fills its {placeholders} and writes the solution."""
+
+    kind: Literal["generated"]
+
+
+class FlashcardEntry(_Entry):
+    kind: Literal["flashcard"]
+    back: Markdown
+
+
+EditionEntry = Annotated[
+    ChoiceEntry | NumericEntry | GeneratedEntry | FlashcardEntry, Field(discriminator="kind")
+]
+_ENTRIES = TypeAdapter(list[EditionEntry])
+_PLACEHOLDER = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+
+
+def _placeholders(prompt: str) -> set[str]:
+    """A generated prompt's {name} fields ({{...}} is LaTeX braces, not a field)."""
+    return set(_PLACEHOLDER.findall(prompt))
+
+
+def translate(item: QuizItem, entry: EditionEntry, name: str) -> QuizItem:
+    """The English item in the entry's words; BankError (naming the file) if they do not fit."""
+    where = f"{name}: item {item.id!r}"
+    if entry.kind != item.kind:
+        raise BankError(f"{where} is {item.kind!r} in English, not {entry.kind!r}")
+    if isinstance(item, SingleChoiceItem | MultipleChoiceItem):
+        assert isinstance(entry, ChoiceEntry)
+        if len(entry.options) != len(item.options):
+            raise BankError(f"{where} has {len(item.options)} options in English, "
+                            f"{len(entry.options)} here")  # fmt: skip
+        if item.explanation and not entry.explanation:
+            raise BankError(f"{where} lacks the explanation the English item has")
+        options = [o.model_copy(update={"text": w.text, "explanation": w.explanation})
+                   for o, w in zip(item.options, entry.options, strict=True)]  # fmt: skip
+        words = {"options": options, "explanation": entry.explanation}
+    elif isinstance(item, NumericItem):
+        assert isinstance(entry, NumericEntry)
+        words = {"solution": entry.solution}
+    elif isinstance(item, FlashcardItem):
+        assert isinstance(entry, FlashcardEntry)
+        words = {"back": entry.back}
+    else:
+        assert isinstance(item, GeneratedItem)
+        if _placeholders(entry.prompt) != _placeholders(item.prompt):
+            raise BankError(f"{where} has fields {sorted(_placeholders(entry.prompt))}, the "
+                            f"English prompt {sorted(_placeholders(item.prompt))}")  # fmt: skip
+        words = {}
+    return item.model_copy(update={"prompt": entry.prompt, **words})
+
+
+def load_editions(quiz_dir: Path, items_by_file: dict[str, list[QuizItem]]
+                  ) -> dict[tuple[str, str], QuizItem]:  # fmt: skip
+    """Every translated item by (lang, id), from quiz_dir/<LANGUAGES folder>/<name>.yaml; an
+    entry may translate only the items of the English file with its name."""
+    editions: dict[tuple[str, str], QuizItem] = {}
+    for lang, folder in LANGUAGES.items():
+        for path in sorted((quiz_dir / folder).glob("*.yaml")):
+            name = f"{folder}/{path.name}"
+            if path.name not in items_by_file:
+                raise BankError(f"{name}: no English quiz file {path.name} to translate")
+            try:
+                raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+                entries = _ENTRIES.validate_python(raw)
+            except (yaml.YAMLError, ValidationError, TypeError) as exc:
+                raise BankError(f"{name}: {exc}") from exc
+            english = {item.id: item for item in items_by_file[path.name]}
+            for entry in entries:
+                if entry.id not in english:
+                    raise BankError(f"{name}: {path.name} has no item {entry.id!r}")
+                if (lang, entry.id) in editions:
+                    raise BankError(f"{name}: item {entry.id!r} is translated twice")
+                editions[lang, entry.id] = translate(english[entry.id], entry, name)
+    return editions
