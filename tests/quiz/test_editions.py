@@ -115,6 +115,8 @@ TRANSLATED_FILES = [
     "memory-anatomy", "adam-bytes-per-parameter", "mixed-precision", "pipeline-bubble",
     "tensor-parallel",
     "dp-vs-ddp",
+    "ring-all-reduce", "zero-stages", "activation-checkpointing", "3d-parallelism",
+    "gradient-accumulation",
 ]  # fmt: skip
 
 
