@@ -13,6 +13,7 @@ from app.accounts.invites import MAX_DAYS, MAX_USES
 from app.accounts.models import Invite, User
 from app.admin import service
 from app.db import SessionDep
+from app.errors import is_htmx
 from app.live.worker_client import WorkerUnavailable
 from app.security import AdminUser
 from app.templating import templates
@@ -58,10 +59,6 @@ def _register_url(request: Request) -> str:
     return str(request.url_for("register_form"))
 
 
-def _partial(request: Request) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
 @router.post("/users/{user_id}/disabled", response_class=HTMLResponse)
 def set_user_disabled(
     request: Request,
@@ -79,7 +76,7 @@ def set_user_disabled(
     log.info(
         "admin %s %s user %s", admin.username, "disabled" if disabled else "enabled", user.username
     )
-    if _partial(request):
+    if is_htmx(request):
         return templates.TemplateResponse(request, "admin/_user_row.html", {"u": user})
     return RedirectResponse("/admin", status_code=303)
 
@@ -95,7 +92,7 @@ def create_invite(
     invite = invites.make_invite(session, admin.id, days, uses)
     log.info("admin %s made invite %s: %d uses, %d days", admin.username, invite.id, uses, days)
     # htmx gets the new code and, swapped out of band, the list with it in.
-    partial = _partial(request)
+    partial = is_htmx(request)
     return templates.TemplateResponse(
         request,
         "admin/_invite.html" if partial else "admin/invite.html",
@@ -116,7 +113,7 @@ def revoke_invite(
         raise HTTPException(404, "no such invite")
     invites.revoke_invite(session, invite)
     log.info("admin %s revoked invite %s", admin.username, invite_id)
-    if _partial(request):
+    if is_htmx(request):
         (listing,) = invites.list_invites(session, invite_id)
         return templates.TemplateResponse(
             request,

@@ -12,8 +12,9 @@ from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
 from app.db import SessionDep
+from app.errors import is_htmx
 from app.i18n import N_
-from app.language import remember_language, request_language
+from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import GeneratedItem, QuestionBank
 from app.quiz.design_router import router as design_router
@@ -83,8 +84,7 @@ def quiz_page(
     lang = request_language(request)
     question = draw_question(bank.in_language(item, lang), random.Random())
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
-    response = templates.TemplateResponse(request, "quiz/question.html", context)
-    return remember_language(request, response, lang)
+    return templates.TemplateResponse(request, "quiz/question.html", context)
 
 
 def question_from_form(
@@ -118,7 +118,7 @@ async def answer(request: Request, user: CurrentUser, session: SessionDep) -> HT
         "next_url": _quiz_url(mode, topic, skip=question.item.id),
         "topics": topics(request.app.state.cards, bank_of(request)),
     }  # fmt: skip
-    partial = request.headers.get("HX-Request") == "true"
+    partial = is_htmx(request)
     template = "quiz/_result.html" if partial else "quiz/question.html"
     try:
         outcome = grade(question, fields.answer, fields.picked, fields.rating,
