@@ -22,7 +22,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from demo_checks import CHECKS  # bench/, beside this script
+from demo_latency import free_address
 
 from app.live.pages import DEMO_PAGES
 from app.live.worker_client import WorkerClient, WorkerUnavailable
@@ -42,12 +42,6 @@ READY_TIMEOUT_S = 180.0
 # A larger ZeRO model on CUDA ranks only: hundreds of MB per rank, so the allocator's figures
 # mean something beside the tensor accounting (demos/specs/zero_stages.py, MODEL_SCALES).
 CUDA_EXTRA_RUNS = (("zero_stages", {"width": 128, "layers": 4, "vocab": 1024, "model_scale": 8}),)
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
