@@ -88,8 +88,7 @@ class LanguageMiddleware:
                 headers = MutableHeaders(scope=message)
                 vary = [v.strip() for v in headers.get("vary", "").split(",") if v.strip()]
                 headers["Vary"] = ", ".join(dict.fromkeys([*vary, "Accept-Language", "Cookie"]))
-                cookies = headers.getlist("set-cookie")
-                if explicit and not any(c.startswith(f"{LANG_COOKIE}=") for c in cookies):
+                if explicit:
                     headers.append(
                         "Set-Cookie",
                         f"{LANG_COOKIE}={lang}; Max-Age={365 * 24 * 3600}; Path=/; SameSite=lax",

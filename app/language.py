@@ -5,7 +5,6 @@ left, else Accept-Language."""
 from __future__ import annotations
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
 from app.accounts.models import User
@@ -47,11 +46,3 @@ def _choose(request: Request) -> str:
             return lang
     first = request.headers.get("accept-language", "").split(",")[0].strip().lower()
     return "zh" if first.startswith("zh") else "en"
-
-
-def remember_language(request: Request, response: HTMLResponse, lang: str) -> HTMLResponse:
-    """The page depends on the cookie and the header; an explicit ?lang= choice is kept."""
-    response.headers["Vary"] = "Accept-Language, Cookie"
-    if request.query_params.get("lang") in LANG_CHOICES:
-        response.set_cookie(LANG_COOKIE, lang, max_age=365 * 24 * 3600, samesite="lax")
-    return response

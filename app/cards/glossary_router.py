@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.cards.glossary import Glossary
-from app.language import remember_language, request_language
+from app.language import request_language
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -17,9 +17,8 @@ def glossary_page(request: Request, q: str = "") -> HTMLResponse:
     glossary: Glossary = request.app.state.glossary
     lang = request_language(request)
     terms = glossary.search(q[:200]) if q.strip() else glossary.terms
-    response = templates.TemplateResponse(
+    return templates.TemplateResponse(
         request,
         "cards/glossary.html",
         {"q": q, "terms": terms, "total": len(glossary.terms), "lang": lang},
     )
-    return remember_language(request, response, lang)

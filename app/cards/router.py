@@ -9,7 +9,7 @@ from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.i18n import N_
-from app.language import remember_language, request_language
+from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
 
@@ -40,7 +40,7 @@ def _library(request: Request) -> CardLibrary:
 def card_list(request: Request, tag: str = "") -> HTMLResponse:
     library, lang = _library(request), request_language(request)
     cards = [c for c in library.in_language(lang) if not tag or tag in c.meta.tags]
-    response = templates.TemplateResponse(
+    return templates.TemplateResponse(
         request,
         "cards/index.html",
         # The glossary's link, for the template to show beside the map and the cheat sheet.
@@ -52,7 +52,6 @@ def card_list(request: Request, tag: str = "") -> HTMLResponse:
             "glossary_url": "/glossary",
         },  # fmt: skip
     )
-    return remember_language(request, response, lang)
 
 
 @router.get("/search", response_class=HTMLResponse)
@@ -93,19 +92,17 @@ def topic_map(request: Request) -> HTMLResponse:
     index = {c.meta.id: i for i, c in enumerate(cards)}
     for c in cards:
         lines += [f"  n{index[p]} --> n{index[c.meta.id]}" for p in _direct_prerequisites(c, cards)]
-    response = templates.TemplateResponse(
+    return templates.TemplateResponse(
         request, "cards/map.html", {"diagram": "\n".join(lines), "cards": cards}
     )
-    return remember_language(request, response, lang)
 
 
 @router.get("/cheatsheet", response_class=HTMLResponse)
 def cheat_sheet(request: Request) -> HTMLResponse:
     lang = request_language(request)
-    response = templates.TemplateResponse(
+    return templates.TemplateResponse(
         request, "cards/cheatsheet.html", {"cards": _library(request).in_language(lang)}
     )
-    return remember_language(request, response, lang)
 
 
 @router.get("/{card_id}", response_class=HTMLResponse)
@@ -128,7 +125,7 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     if card.lang == "en" and library.edition(card_id, "zh"):
         switch = ("zh", "中文")
     quiz_items = request.app.state.quiz.for_cards([card_id])
-    response = templates.TemplateResponse(
+    return templates.TemplateResponse(
         request,
         "cards/card.html",
         {
@@ -143,4 +140,3 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
             "difficulty": DIFFICULTY,
         },  # fmt: skip
     )
-    return remember_language(request, response, lang)
