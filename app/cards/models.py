@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import date
+from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from app.cards.audit import to_figure
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=80)]
 
@@ -28,6 +39,27 @@ ZH_SECTIONS = {
 }
 
 
+# A number as the card or its front matter writes it: 1120, 1.5, "1,120", "7.5e9".
+Figure = Annotated[Decimal, BeforeValidator(to_figure)]
+Text = Annotated[str, StringConstraints(min_length=3)]
+
+
+class Source(BaseModel):
+    """A work a card relies on, the place in it, and the figures the card takes from there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cite: Text  # authors, title, venue; or the project and its documentation
+    at: str = ""  # section, table, equation, file:line or URL; the audit requires it
+    figures: list[Figure] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_citation(cls, data: object) -> object:
+        # Cards not yet audited list sources as plain strings.
+        return {"cite": data} if isinstance(data, str) else data
+
+
 class CardMeta(BaseModel):
     """A card's front matter: the contract every content/cards/*.md file must meet."""
 
@@ -41,7 +73,11 @@ class CardMeta(BaseModel):
     prerequisites: list[Slug] = Field(default_factory=list)
     calculators: list[Slug] = Field(default_factory=list)
     demos: list[Slug] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
+    # The fact audit (app/cards/audit.py): when it was last done and what each figure rests on.
+    checked: date | None = None
+    sources: list[Source] = Field(default_factory=list)
+    derived: dict[Figure, Text] = Field(default_factory=dict)  # figure: arithmetic of others
+    inputs: list[Figure] = Field(default_factory=list)  # values a scenario picks, not facts
 
 
 class Card(BaseModel):
@@ -54,3 +90,4 @@ class Card(BaseModel):
     text: str  # the Markdown body without front matter, for search
     examples: list[str] = Field(default_factory=list)  # each ```example block, info and body
     links: list[str] = Field(default_factory=list)  # every href in the body, in-page ones aside
+    figures: dict[Decimal, str] = Field(default_factory=dict)  # the prose's numbers, as written

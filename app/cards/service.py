@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from datetime import date
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
+from app.cards.audit import audit_problems, prose_figures
 from app.cards.examples import render_example
 from app.cards.models import (
     CLOSING_SECTIONS,
@@ -32,8 +34,9 @@ from app.cards.models import (
 # How each edition's language names the fixed sections (English names them itself).
 SECTION_NAMES = {"zh": ZH_SECTIONS}
 FIXED_SECTIONS = {FIRST_SECTION, WORKED_EXAMPLE, *CLOSING_SECTIONS}
-# Front matter an edition copies from the English card unchanged; it translates the rest.
-SHARED_FIELDS = ("tags", "difficulty", "prerequisites", "calculators", "demos", "sources")
+# Front matter an edition takes from its English card: it writes only id, title and summary.
+INHERITED_FIELDS = ("tags", "difficulty", "prerequisites", "calculators", "demos", "checked",
+                    "sources", "derived", "inputs")  # fmt: skip
 
 
 class CardError(ValueError):
@@ -114,9 +117,13 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
     if not tokens or tokens[0].type != "front_matter":
         raise CardError(f"{name}: a card starts with front matter between --- lines")
     try:
-        meta = CardMeta.model_validate(yaml.safe_load(tokens[0].content))
+        fields = yaml.safe_load(tokens[0].content)
+        meta = CardMeta.model_validate(fields)
     except (yaml.YAMLError, ValidationError) as exc:
         raise CardError(f"{name}: bad front matter: {exc}") from exc
+    if lang != "en" and (inherited := [f for f in INHERITED_FIELDS if f in fields]):
+        raise CardError(f"{name}: an edition takes {', '.join(inherited)} from its English card; "
+                        "leave them out of its front matter")  # fmt: skip
     env: dict[str, object] = {}
     try:
         body = md.renderer.render(tokens, md.options, env)
@@ -133,6 +140,9 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
     answer = md.renderer.render(tokens[start:end], md.options, {})
     text = source.split("---", 2)[2] if source.startswith("---") else source
     examples, links = _examples_and_links(tokens)
+    figures = prose_figures(tokens)
+    if meta.checked:
+        _check_audit(name, meta, figures)
     return Card(
         meta=meta,
         lang=lang,
@@ -143,18 +153,36 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
         text=text,
         examples=examples,
         links=links,
+        figures=figures,
     )
 
 
+def _check_audit(name: str, meta: CardMeta, figures: dict) -> None:
+    """A card that says it was checked accounts for every figure its prose states."""
+    if meta.checked and meta.checked > date.today():
+        raise CardError(f"{name}: checked {meta.checked} is in the future")
+    sourced = [f for s in meta.sources for f in s.figures]
+    problems = [f"source {s.cite!r} does not say where in it (at: section, table, equation, "
+                "file:line or URL)" for s in meta.sources if not s.at.strip()]  # fmt: skip
+    if not meta.sources:
+        problems.append("a checked card lists its sources")
+    problems += audit_problems(figures, sourced, meta.inputs, meta.derived)
+    if problems:
+        raise CardError(f"{name}: fact audit: " + "; ".join(problems))
+
+
 def check_edition(original: Card, edition: Card, name: str) -> None:
-    """An edition is the English card in another language, not another card: the same front
-    matter apart from title and summary, the same sections in the same order (the fixed ones
-    by name, through SECTION_NAMES; derivation sections by position), identical ```example
-    blocks, so the calculators compute the same figures, and the same links."""
+    """An edition is the English card in another language, not another card: the same
+    sections in the same order (the fixed ones by name, through SECTION_NAMES; derivation
+    sections by position), identical ```example blocks, so the calculators compute the same
+    figures, the same links, and no figure the English card does not account for."""
+    meta = original.meta
+    accounted = (set(original.figures) | set(meta.inputs) | set(meta.derived)
+                 | {f for s in meta.sources for f in s.figures})  # fmt: skip
     problems = [
-        f"front matter {field!r} differs from the English card's"
-        for field in SHARED_FIELDS
-        if getattr(edition.meta, field) != getattr(original.meta, field)
+        f"{written} is not a figure of the English card"
+        for figure, written in edition.figures.items()
+        if figure not in accounted
     ]
     names = SECTION_NAMES.get(edition.lang, {})
     mapped = [names.get(s, s) for s in edition.sections]
@@ -209,7 +237,9 @@ class CardLibrary:
             if original is None:
                 raise CardError(f"{name}: no English card {edition.meta.id!r} to translate")
             check_edition(original, edition, name)
-            self._editions[edition.lang, edition.meta.id] = edition
+            own = {"title": edition.meta.title, "summary": edition.meta.summary}
+            meta = original.meta.model_copy(update=own)
+            self._editions[edition.lang, edition.meta.id] = edition.model_copy(update={"meta": meta})
         missing = [
             f"{c.meta.id}: prerequisite {p!r} is not a card"
             for c in self._cards

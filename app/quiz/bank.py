@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from app.cards.audit import half_unit, to_figure
 from app.cards.models import Slug
 from app.quiz.generators import GENERATORS
 
@@ -65,19 +66,49 @@ class MultipleChoiceItem(_Item):
 
 
 class NumericItem(_Item):
-    """A published figure: the answer is typed in, the solution says where it comes from."""
+    """A published figure: the answer is typed in, the solution says where it comes from.
+
+    The tolerance follows the precision the source prints: `answer: 46.2` accepts 46.15 to
+    46.25, and `answer: 30` (an integer) 25 to 35. An item may accept more, never less, and
+    says why in `wider_because` (a learner who quotes the source is never marked wrong).
+    """
 
     kind: Literal["numeric"]
     answer: float
+    printed: str = ""  # the answer as the source prints it; taken from `answer` as written
+    source: Markdown  # the work and the place in it (section, table, line) that prints it
     unit: str
     relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)] | None = None
     absolute_tolerance: Annotated[float, Field(gt=0)] | None = None
+    wider_because: str = ""
     solution: Markdown
 
+    @model_validator(mode="before")
+    @classmethod
+    def _as_printed(cls, data: object) -> object:
+        if isinstance(data, dict) and "answer" in data and not data.get("printed"):
+            answer = data["answer"]
+            printed = repr(answer) if isinstance(answer, float) else str(answer)
+            data = {**data, "printed": printed, "answer": float(to_figure(answer))}
+        return data
+
     @model_validator(mode="after")
-    def _one_tolerance(self) -> Self:
-        if (self.relative_tolerance is None) == (self.absolute_tolerance is None):
-            raise ValueError("give exactly one of relative_tolerance and absolute_tolerance")
+    def _tolerance_follows_the_source(self) -> Self:
+        if self.relative_tolerance is not None and self.absolute_tolerance is not None:
+            raise ValueError("give at most one of relative_tolerance and absolute_tolerance")
+        precision = float(half_unit(to_figure(self.printed)))
+        given = (self.absolute_tolerance if self.relative_tolerance is None
+                 else self.relative_tolerance * abs(self.answer))  # fmt: skip
+        if given is None:
+            object.__setattr__(self, "absolute_tolerance", precision)
+        elif given < precision * (1 - 1e-9):
+            raise ValueError(
+                f"tolerance {given:g} is tighter than the source prints {self.printed} "
+                f"(±{precision:g}): leave the tolerance out, or widen it"
+            )
+        elif given > precision * (1 + 1e-9) and not self.wider_because.strip():
+            raise ValueError(f"tolerance {given:g} is wider than the source's ±{precision:g}: "
+                             "say why in wider_because")  # fmt: skip
         return self
 
 

@@ -77,6 +77,9 @@ def _bank_from(tmp_path: Path, yaml_text: str) -> QuestionBank:
 OPTION = "{text: t, correct: %s, explanation: e}"
 
 
+NUMERIC = "id: a, card: b, kind: numeric, prompt: p, answer: 46.2, unit: '%', solution: s, source: t"
+
+
 @pytest.mark.parametrize(
     ("yaml_text", "message"),
     [
@@ -91,9 +94,10 @@ OPTION = "{text: t, correct: %s, explanation: e}"
         ("- {id: a, card: b, kind: single, prompt: p, options: [{text: t, correct: true},"
          " {text: u, correct: false, explanation: e}]}", "explanation"),
         ("- {id: a, card: b, kind: numeric, prompt: p, answer: 1, unit: GB, solution: s}",
-         "exactly one of relative_tolerance"),
-        ("- {id: a, card: b, kind: numeric, prompt: p, answer: 1, unit: GB, solution: s,"
-         " relative_tolerance: 0.1, absolute_tolerance: 1}", "exactly one of"),
+         "source"),
+        (f"- {{{NUMERIC}, relative_tolerance: 0.1, absolute_tolerance: 1}}", "at most one of"),
+        (f"- {{{NUMERIC}, absolute_tolerance: 0.01}}", "tighter than the source prints 46.2"),
+        (f"- {{{NUMERIC}, absolute_tolerance: 1}}", "wider_because"),
         ("- {id: a, card: b, kind: flashcard, prompt: p, back: q, hint: h}", "hint"),
         ("- {id: a, card: b, kind: essay, prompt: p}", "essay"),
         ("- {id: a, card: b, kind: flashcard, prompt: p, back: q}\n"
@@ -105,6 +109,39 @@ def test_the_format_refuses_a_bad_item_and_says_why(
 ) -> None:
     with pytest.raises(BankError, match=message):
         _bank_from(tmp_path, yaml_text)
+
+
+@pytest.mark.parametrize(
+    ("answer", "tolerance"), [(46.2, 0.05), (448, 0.5), (30, 5), (3.14e23, 0.005e23), ("1.50", 0.005)]
+)
+def test_a_numeric_items_tolerance_is_the_precision_its_source_prints(
+    tmp_path: Path, answer: float | str, tolerance: float
+) -> None:
+    written = f'"{answer}"' if isinstance(answer, str) else answer
+    item = _bank_from(tmp_path, f"- {{{NUMERIC.replace('46.2', str(written))}}}").get("a")
+    assert item.absolute_tolerance == pytest.approx(tolerance)
+    assert within_tolerance(float(answer) + 0.99 * tolerance, item.answer, None, tolerance)
+    assert not within_tolerance(float(answer) + 1.01 * tolerance, item.answer, None, tolerance)
+
+
+def test_a_wider_tolerance_is_kept_with_its_reason(tmp_path: Path) -> None:
+    text = f"- {{{NUMERIC}, absolute_tolerance: 0.5, wider_because: recall to the nearest percent}}"
+    item = _bank_from(tmp_path, text).get("a")
+    assert item.absolute_tolerance == 0.5 and item.printed == "46.2"
+
+
+def test_every_distractor_says_why_it_is_wrong() -> None:
+    """Every option explains itself after answering, in words of its own: not a bare "wrong",
+    not the option repeated, not a sentence shared with another option."""
+    bank = QuestionBank.load(ROOT_DIR / "content" / "quiz")
+    short = []
+    for item in bank.all():
+        if item.kind not in ("single", "multiple"):
+            continue
+        reasons = [o.explanation.strip() for o in item.options]
+        short += [(item.id, o.text) for o, why in zip(item.options, reasons, strict=True)
+                  if len(why) < 30 or why == o.text.strip() or reasons.count(why) > 1]  # fmt: skip
+    assert short == []
 
 
 def test_an_item_naming_a_missing_card_is_a_link_problem(tmp_path: Path) -> None:
