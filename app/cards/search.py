@@ -62,8 +62,10 @@ def bigram_match(words: list[str]) -> tuple[str, list[str]]:
 
 class SearchIndex:
     def __init__(self, cards: Iterable[Card], quiz_items: Iterable[QuizItem],
-                 editions: Iterable[Card] = ()) -> None:  # fmt: skip
-        """`editions`: cards in other languages (Chinese), found by Chinese or English words."""
+                 editions: Iterable[Card] = (),
+                 quiz_editions: Iterable[QuizItem] = ()) -> None:  # fmt: skip
+        """`editions` and `quiz_editions`: cards and quiz items in Chinese, found by Chinese or
+        English words."""
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         for table in ("docs", "docs_zh"):
@@ -79,6 +81,9 @@ class SearchIndex:
         rows = [("card", c.meta.id, c.meta.id, han_bigrams(c.meta.title), " ".join(c.meta.tags),
                  han_bigrams(f"{c.meta.summary}\n{c.text}"))
                 for c in self._editions.values()]  # fmt: skip
+        self._quiz_editions = {q.id: q for q in quiz_editions}
+        rows += [("quiz", q.id, q.card, q.id.replace("-", " "), "", han_bigrams(q.prompt))
+                 for q in self._quiz_editions.values()]  # fmt: skip
         self._db.executemany("INSERT INTO docs_zh VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def search(self, query: str, limit: int = 25) -> list[Hit]:
@@ -93,20 +98,25 @@ class SearchIndex:
         return (english + zh)[:limit]
 
     def _chinese(self, words: list[str], limit: int) -> list[Hit]:
-        if not self._editions:
+        if not self._editions and not self._quiz_editions:
             return []
         match, parts = bigram_match(words)
         with self._lock:
             rows = self._db.execute(
-                "SELECT id FROM docs_zh WHERE docs_zh MATCH ?"
+                "SELECT kind, id FROM docs_zh WHERE docs_zh MATCH ?"
                 " ORDER BY bm25(docs_zh, 0, 0, 0, 10, 5, 1) LIMIT ?",
                 (match, limit),
             ).fetchall()
         hits = []
-        for (card_id,) in rows:
-            card = self._editions[card_id]
+        for kind, id_ in rows:
+            if kind == "quiz":
+                item = self._quiz_editions[id_]
+                hits.append(Hit("quiz", id_, id_.replace("-", " "), _snippet(item.prompt, parts),
+                                item.card, "zh"))  # fmt: skip
+                continue
+            card = self._editions[id_]
             snippet = _snippet(f"{card.meta.summary}\n{card.text}", parts)
-            hits.append(Hit("card", card_id, card.meta.title, snippet, card_id, card.lang))
+            hits.append(Hit("card", id_, card.meta.title, snippet, id_, card.lang))
         return hits
 
     def _english(self, words: list[str], limit: int) -> list[Hit]:

@@ -81,9 +81,12 @@ def answered(session: Session, mock: MockInterview) -> dict[int, QuizAttempt]:
 
 
 def current_question(
-    session: Session, mock: MockInterview, bank: QuestionBank, now: datetime | None = None
+    session: Session, mock: MockInterview, bank: QuestionBank, now: datetime | None = None,
+    lang: str = "en",
 ) -> tuple[int, Question] | None:
-    """The index and question to answer next, or None when finished or out of time."""
+    """The index and question to answer next, or None when finished or out of time. The
+    question is in `lang` where its edition is written; the keys, and so the grading, are the
+    same in every language, so a learner may switch language mid-interview."""
     now = now or datetime.now(UTC)
     index = len(answered(session, mock))
     if now >= deadline(mock) or index >= len(mock.questions):
@@ -92,6 +95,7 @@ def current_question(
     item = bank.get(spec["item_id"])
     if item is None:  # removed from the bank since: the interview ends there
         return None
+    item = bank.in_language(item, lang)
     return index, question_for(item, spec["inputs"] or None, random.Random(mock.id))
 
 

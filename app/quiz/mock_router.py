@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.db import SessionDep
 from app.forms import parse_form
+from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.grading import AnswerError
 from app.quiz.mock import (
@@ -71,9 +72,10 @@ def mock_page(
 ) -> HTMLResponse:
     mock = _own_mock(session, user, mock_id)
     bank = request.app.state.quiz
-    current = current_question(session, mock, bank)
+    lang = request_language(request)
+    current = current_question(session, mock, bank, lang=lang)
     if current is None:
-        titles = {c.meta.id: c.meta.title for c in request.app.state.cards.all()}
+        titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
         return templates.TemplateResponse(
             request,
             "quiz/mock_report.html",
@@ -96,7 +98,8 @@ async def mock_answer(
     """Records the answer to the current question (after the clock: not recorded) and moves on;
     no verdict until the report, as in an interview."""
     mock = _own_mock(session, user, mock_id)
-    current = current_question(session, mock, request.app.state.quiz)
+    lang = request_language(request)
+    current = current_question(session, mock, request.app.state.quiz, lang=lang)
     form = await request.form()
     fields = read_answer_form(form)
     if current is None or str(form.get("index", "")) != str(current[0]):

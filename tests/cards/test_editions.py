@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR
+from app.quiz.bank import QuestionBank
 from app.main import create_app
 from tests.utils import make_settings
 
@@ -190,3 +191,13 @@ def test_a_chinese_query_on_the_search_page_links_to_the_chinese_edition(
     page = client.get("/cards/search", params={"q": "显存碎片"}).text
     assert 'href="/cards/memory-anatomy?lang=zh"' in page
     assert "<mark>显存碎片</mark>" in page
+
+
+def test_a_chinese_query_finds_quiz_items_in_chinese() -> None:
+    library = CardLibrary.load(CARDS_DIR)
+    bank = QuestionBank.load(ROOT_DIR / "content" / "quiz")
+    index = SearchIndex(library.all(), bank.all(), library.editions("zh"), bank.translated("zh"))
+    hits = [h for h in index.search("模型状态") if h.kind == "quiz"]
+    assert any(h.id == "zero-model-states-per-gpu" and h.lang == "zh" for h in hits)
+    first = next(h for h in hits if h.id == "zero-model-states-per-gpu")
+    assert "<mark>模型状态</mark>" in first.snippet and first.card_id == "zero-stages"

@@ -54,3 +54,26 @@ def test_another_users_mock_interview_is_a_404(quiz_client: TestClient) -> None:
     register(quiz_client, "bob")
     assert quiz_client.get(url).status_code == 404
     assert quiz_client.post(f"{url}/answer", data={"index": "0"}).status_code == 404
+
+
+def test_a_mock_interview_held_in_chinese_is_graded_as_in_english(
+    quiz_client: TestClient,
+) -> None:
+    register(quiz_client)
+    zh = {"Accept-Language": "zh-CN,zh;q=0.9"}
+    url = str(quiz_client.post("/mock", data={"questions": "4", "minutes": "5"}, headers=zh).url)
+    seen = set()
+    for _ in range(4):
+        page = quiz_client.get(url, headers=zh).text
+        item_id = shown_item(page)
+        seen.add(item_id)
+        if item_id == "fx-single":
+            assert "ZeRO 第 1 阶段切分训练显存中的哪一项？" in page and "优化器状态" in page
+        if item_id == "fx-generated":
+            assert "每张 GPU 的模型状态是多少 GB" in page
+        index = re.search(r'name="index" value="(\d+)"', page).group(1)
+        quiz_client.post(f"{url}/answer", headers=zh,
+                         data={"item_id": item_id, "index": index, **RIGHT[item_id]})  # fmt: skip
+    assert {"fx-single", "fx-generated"} <= seen
+    report = quiz_client.get(url, params={"lang": "en"}).text
+    assert re.search(r"<strong>4 of 4</strong> right \(4 answered\)", report)
