@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
@@ -31,6 +31,7 @@ from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
 from app.errors import refusal, register_error_pages
 from app.i18n import LOCALES, LanguageMiddleware, translations
+from app.journey.router import router as journey_router
 from app.live.queue import JobQueue
 from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
@@ -46,7 +47,6 @@ from app.security import (
     SecurityHeaders,
     require_csrf_token,
 )
-from app.templating import templates
 
 log = logging.getLogger("shardlab")
 
@@ -148,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         live_router,
         accounts_router,
         quiz_router,
+        journey_router,
         admin_router,
     ):
         app.include_router(router)
@@ -165,10 +166,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response = refusal(request, exc.message, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
-
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def home(request: Request) -> HTMLResponse:
-        return templates.TemplateResponse(request, "index.html")
 
     @app.get("/healthz", tags=["health"])
     async def healthz(request: Request) -> JSONResponse:

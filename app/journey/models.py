@@ -1,0 +1,17 @@
+"""The learner's goal: the interview date and the minutes a day they can give, one per user."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlmodel import Field, SQLModel
+
+from app.accounts.models import utc_now
+
+
+class StudyGoal(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True, unique=True)
+    interview_date: date
+    minutes_per_day: int
+    updated_at: datetime = Field(default_factory=utc_now)

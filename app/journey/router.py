@@ -1,0 +1,126 @@
+"""The home page (the path for a visitor, the dashboard for a learner), the steps of the path,
+and the study plan."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
+from app.db import SessionDep
+from app.forms import parse_form
+from app.journey.plan import (
+    CALCULATOR_AND_DEMO_MINUTES,
+    MINUTES_PER_QUESTION,
+    MINUTES_PER_REVIEW,
+    READING_WORDS_PER_MINUTE,
+)
+from app.journey.service import (
+    GOAL_LABELS,
+    GoalForm,
+    goal_of,
+    level_mastery,
+    plan_for,
+    position_of,
+    questions_to_finish,
+    set_goal,
+)
+from app.journey.syllabus import LEVELS
+from app.language import request_language
+from app.quiz.progress import progress_of
+from app.security import CurrentUser, OptionalUser
+from app.templating import templates
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+
+
+def _position(request: Request, session: SessionDep, user_id: int | None):  # noqa: ANN202
+    state = request.app.state
+    return position_of(session, user_id, state.quiz, state.cards, request_language(request))
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, user: OptionalUser, session: SessionDep) -> HTMLResponse:
+    """A visitor sees the path; a signed-in learner, where they are on it and what is due."""
+    position = _position(request, session, user.id if user else None)
+    context: dict[str, object] = {"position": position, "levels": LEVELS}
+    if user is None:
+        return templates.TemplateResponse(request, "index.html", context)
+    assert user.id is not None
+    state = request.app.state
+    progress = progress_of(session, user.id, state.quiz, state.cards)
+    goal = goal_of(session, user.id)
+    plan = plan_for(session, user.id, goal, position, state.quiz, state.cards) if goal else None
+    titles = {c.meta.id: c.meta.title for c in state.cards.in_language(request_language(request))}
+    weakest_topics = sorted((t for t in progress.topics if t.studied),
+                            key=lambda t: t.mastery)[:3]  # fmt: skip
+    context |= {
+        "progress": progress,
+        "goal": goal,
+        "plan": plan,
+        "titles": titles,
+        "mastery": level_mastery(progress, position),
+        "weakest_topics": weakest_topics,
+    }
+    return templates.TemplateResponse(request, "journey/dashboard.html", context)
+
+
+@router.get("/start")
+def start(request: Request, user: OptionalUser, session: SessionDep) -> RedirectResponse:
+    """Start here: the first step not done yet (the first step for a visitor)."""
+    position = _position(request, session, user.id if user else None)
+    step = position.next_step or position.steps[0]
+    return RedirectResponse(f"/path/{step.number}", status_code=303)
+
+
+@router.get("/path/{number}", response_class=HTMLResponse)
+def step_page(
+    request: Request, number: int, user: OptionalUser, session: SessionDep
+) -> HTMLResponse:
+    position = _position(request, session, user.id if user else None)
+    if not 1 <= number <= len(position.steps):
+        raise HTTPException(404, f"the path has steps 1 to {len(position.steps)}")
+    step = position.steps[number - 1]
+    after = position.steps[number] if number < len(position.steps) else None
+    before = position.steps[number - 2] if number > 1 else None
+    context = {"step": step, "after": after, "before": before, "position": position,
+               "calculator": CALCULATOR_PAGES.get(step.calculator or ""),
+               "demo": DEMO_PAGES.get(step.demo or ""),
+               "questions": questions_to_finish(request.app.state.quiz, step.card_id),
+               "done": step.card_id in position.done}  # fmt: skip
+    return templates.TemplateResponse(request, "journey/step.html", context)
+
+
+def _plan_page(request: Request, session: SessionDep, user_id: int, status_code: int = 200,
+               **extra: object) -> HTMLResponse:  # fmt: skip
+    goal = goal_of(session, user_id)
+    position = _position(request, session, user_id)
+    state = request.app.state
+    plan = plan_for(session, user_id, goal, position, state.quiz, state.cards) if goal else None
+    titles = {s.card_id: s.card.meta.title for s in position.steps}
+    numbers = {s.card_id: s.number for s in position.steps}
+    pace = {"wpm": READING_WORDS_PER_MINUTE, "hands_on": CALCULATOR_AND_DEMO_MINUTES,
+            "question": MINUTES_PER_QUESTION, "review": MINUTES_PER_REVIEW}  # fmt: skip
+    context = {"goal": goal, "plan": plan, "titles": titles, "numbers": numbers, "pace": pace,
+               "today": datetime.now(UTC).date(), **extra}  # fmt: skip
+    return templates.TemplateResponse(request, "journey/plan.html", context, status_code)
+
+
+@router.get("/plan", response_class=HTMLResponse)
+def plan_page(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
+    assert user.id is not None
+    return _plan_page(request, session, user.id)
+
+
+@router.post("/plan", response_class=HTMLResponse, response_model=None)
+async def plan_set(
+    request: Request, user: CurrentUser, session: SessionDep
+) -> HTMLResponse | RedirectResponse:
+    assert user.id is not None
+    form, errors = parse_form(GoalForm, await request.form(), GOAL_LABELS)
+    if form is None:
+        return _plan_page(request, session, user.id, 422, errors=errors)
+    set_goal(session, user.id, form)
+    return RedirectResponse("/plan", status_code=303)

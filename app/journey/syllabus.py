@@ -1,0 +1,109 @@
+"""The syllabus: every card once, in levels, in the order a learner should meet them.
+
+Each step is one card, then its calculator, then its demo, then a few of its questions: read
+it, compute it, watch it run, recall it. Prerequisites always come before the cards that need
+them (tests/journey/test_syllabus.py holds the syllabus to that and to covering every card).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.cards.models import Card
+from app.cards.service import CardLibrary
+from app.i18n import N_
+
+# Questions that close a step: enough to check recall without turning a step into a quiz.
+STEP_QUESTIONS = 5
+
+
+@dataclass(frozen=True)
+class Level:
+    key: str
+    title: str  # N_()-marked: translated where it is shown
+    cards: tuple[str, ...]
+
+
+LEVELS = (
+    Level("foundations", N_("Foundations"), (
+        "training-compute", "memory-anatomy", "mixed-precision", "roofline",
+        "training-time-mfu", "ring-all-reduce", "dp-vs-ddp", "torchrun-launch",
+    )),
+    Level("memory", N_("Memory"), (
+        "adam-bytes-per-parameter", "activation-checkpointing", "zero-stages",
+        "gradient-accumulation", "zero-r", "zero-and-activations", "fsdp2",
+        "zero-offload-infinity",
+    )),
+    Level("parallelism", N_("Parallelism"), (
+        "tensor-parallel", "sequence-parallel", "context-parallel", "expert-parallel",
+    )),
+    Level("pipelines", N_("Pipelines"), (
+        "pipeline-bubble", "zero-bubble-schedules",
+    )),
+    Level("communication", N_("Communication"), (
+        "comm-volume-per-layer", "compute-comm-overlap", "step-time-profile",
+    )),
+    Level("scale", N_("Scale and failures"), (
+        "scaling-walls", "fp8-training", "inference-kv-cache", "loss-curves",
+        "fault-tolerance", "elastic-training", "faulty-nodes-and-hangs",
+    )),
+    Level("design", N_("Design"), (
+        "3d-parallelism", "deepspeed-vs-megatron", "choosing-a-parallel-layout", "common-myths",
+    )),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Step:
+    """One card of the path and where its calculator, demo and questions are."""
+
+    number: int  # 1-based, across levels
+    level: Level
+    card: Card
+    calculator: str | None  # the card's first calculator page, if it has one
+    demo: str | None  # the card's first demo, if it has one
+
+    @property
+    def card_id(self) -> str:
+        return self.card.meta.id
+
+    @property
+    def practice_url(self) -> str:
+        return f"/quiz?mode=practice&topic={self.card_id}"
+
+
+def syllabus_order() -> list[str]:
+    return [card for level in LEVELS for card in level.cards]
+
+
+def steps(library: CardLibrary, lang: str = "en") -> list[Step]:
+    """The path in order, each card in `lang` where its edition is written."""
+    out = []
+    for level in LEVELS:
+        for card_id in level.cards:
+            card = library.edition(card_id, lang) or library.get(card_id)
+            if card is None:
+                raise KeyError(f"syllabus names {card_id!r}, which is not a card")
+            out.append(Step(len(out) + 1, level, card, next(iter(card.meta.calculators), None),
+                            next(iter(card.meta.demos), None)))  # fmt: skip
+    return out
+
+
+def problems(library: CardLibrary) -> list[str]:
+    """Why the syllabus does not fit the cards: a card missing or twice, or a card placed
+    before one of its prerequisites."""
+    order = syllabus_order()
+    found = [f"{c} is on the syllabus twice" for c in sorted(set(order)) if order.count(c) > 1]
+    known = {c.meta.id for c in library.all()}
+    found += [f"{c} is not a card" for c in order if c not in known]
+    found += [f"card {c} is not on the syllabus" for c in sorted(known - set(order))]
+    position = {c: i for i, c in enumerate(order)}
+    for card in library.all():
+        for before in card.meta.prerequisites:
+            if (
+                before in position
+                and card.meta.id in position
+                and (position[before] > position[card.meta.id])
+            ):
+                found.append(f"{card.meta.id} comes before its prerequisite {before}")
+    return found

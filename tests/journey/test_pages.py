@@ -1,0 +1,91 @@
+"""The home page, the path's steps and the study plan, over HTTP with a real SQLite file."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.journey.syllabus import syllabus_order
+from app.quiz.models import QuizAttempt
+from tests.utils import register
+
+
+def in_days(n: int) -> str:
+    return (datetime.now(UTC).date() + timedelta(days=n)).isoformat()
+
+
+def test_a_visitor_sees_the_path_and_start_here_opens_step_one(client: TestClient) -> None:
+    home = client.get("/").text
+    assert 'id="start-here"' in home and 'id="path"' in home
+    assert home.count(' data-card="') == len(syllabus_order())
+    start = client.get("/start", follow_redirects=False)
+    assert start.status_code == 303 and start.headers["location"] == "/path/1"
+    step = client.get("/path/1").text
+    assert syllabus_order()[0] in step and 'id="part-card"' in step
+    assert 'id="part-questions"' in step and 'id="next-step"' in step
+
+
+def test_a_step_links_its_calculator_and_demo(client: TestClient) -> None:
+    number = syllabus_order().index("zero-stages") + 1
+    page = client.get(f"/path/{number}").text
+    assert 'href="/calculators/memory" id="part-calculator"' in page
+    assert re.search(r'href="/demos/[^"]+" id="part-demo"', page)
+    assert 'href="/quiz?mode=practice&amp;topic=zero-stages"' in page
+
+
+def test_a_step_outside_the_path_is_a_404(client: TestClient) -> None:
+    assert client.get("/path/0").status_code == 404
+    assert client.get(f"/path/{len(syllabus_order()) + 1}").status_code == 404
+
+
+def test_a_learner_sets_a_date_and_sees_a_plan_and_a_dashboard(client: TestClient) -> None:
+    register(client)
+    dashboard = client.get("/").text
+    assert "Welcome back" in dashboard and 'id="set-a-date"' in dashboard
+    assert 'id="mastery"' in dashboard and dashboard.count('role="listitem"') == 7
+    plan = client.post("/plan", data={"interview_date": in_days(60), "minutes_per_day": "45"})
+    assert plan.status_code == 200 and 'id="plan-fits"' in plan.text
+    assert plan.text.count('class="calendar-day') == 60
+    dashboard = client.get("/").text
+    assert 'id="today"' in dashboard and "New:" in dashboard
+    assert "Next mock interview: " + in_days(59) in dashboard
+
+
+def test_a_plan_that_cannot_fit_warns_with_the_minutes_that_would(client: TestClient) -> None:
+    register(client)
+    page = client.post("/plan", data={"interview_date": in_days(5), "minutes_per_day": "30"}).text
+    warning = re.search(r'id="plan-warning">(.*?)</p>', page, re.S)
+    assert warning and re.search(r"About \d+ minutes a day would fit them", warning.group(1))
+
+
+def test_bad_plan_input_is_a_422_that_says_what_is_wrong(client: TestClient) -> None:
+    register(client)
+    past = client.post("/plan", data={"interview_date": in_days(-1), "minutes_per_day": "60"})
+    assert past.status_code == 422 and "the interview date must be after today" in past.text
+    bad = client.post("/plan", data={"interview_date": "soon", "minutes_per_day": "5"})
+    assert bad.status_code == 422
+    assert "Interview date:" in bad.text and "Minutes per day: must be at least 10" in bad.text
+    assert client.get("/plan").text.count('class="calendar-day') == 0  # nothing was saved
+
+
+def test_the_plan_needs_a_signed_in_learner(client: TestClient) -> None:
+    assert client.get("/plan", follow_redirects=False).headers["location"].startswith("/login")
+
+
+def test_answering_a_cards_questions_finishes_its_step(client: TestClient) -> None:
+    register(client)
+    first = syllabus_order()[0]
+    bank = client.app.state.quiz
+    items = [i for i in bank.for_cards([first]) if i.kind != "flashcard"][:5]
+    with Session(client.app.state.engine) as session:
+        user_id = session.exec(QuizAttempt.metadata.tables["user"].select()).first().id
+        for item in items:
+            session.add(QuizAttempt(user_id=user_id, item_id=item.id, kind=item.kind,
+                                    question_params={}, prompt="p", correct=True))  # fmt: skip
+        session.commit()
+    assert client.get("/start", follow_redirects=False).headers["location"] == "/path/2"
+    assert 'id="step-done"' in client.get("/path/1").text
+    assert f'class="path-step done" data-card="{first}"' in client.get("/").text
