@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from datetime import date
 from collections.abc import Iterable
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
@@ -238,8 +238,8 @@ class CardLibrary:
                 raise CardError(f"{name}: no English card {edition.meta.id!r} to translate")
             check_edition(original, edition, name)
             own = {"title": edition.meta.title, "summary": edition.meta.summary}
-            meta = original.meta.model_copy(update=own)
-            self._editions[edition.lang, edition.meta.id] = edition.model_copy(update={"meta": meta})
+            inherited = edition.model_copy(update={"meta": original.meta.model_copy(update=own)})
+            self._editions[edition.lang, edition.meta.id] = inherited
         missing = [
             f"{c.meta.id}: prerequisite {p!r} is not a card"
             for c in self._cards

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR
-from app.quiz.bank import QuestionBank
 from app.main import create_app
+from app.quiz.bank import QuestionBank
 from tests.utils import make_settings
 
 CARDS_DIR = ROOT_DIR / "content" / "cards"

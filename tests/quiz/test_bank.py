@@ -77,7 +77,9 @@ def _bank_from(tmp_path: Path, yaml_text: str) -> QuestionBank:
 OPTION = "{text: t, correct: %s, explanation: e}"
 
 
-NUMERIC = "id: a, card: b, kind: numeric, prompt: p, answer: 46.2, unit: '%', solution: s, source: t"
+NUMERIC = (
+    "id: a, card: b, kind: numeric, prompt: p, answer: 46.2, unit: '%', solution: s, source: t"
+)
 
 
 @pytest.mark.parametrize(
@@ -112,7 +114,8 @@ def test_the_format_refuses_a_bad_item_and_says_why(
 
 
 @pytest.mark.parametrize(
-    ("answer", "tolerance"), [(46.2, 0.05), (448, 0.5), (30, 5), (3.14e23, 0.005e23), ("1.50", 0.005)]
+    ("answer", "tolerance"),
+    [(46.2, 0.05), (448, 0.5), (30, 5), (3.14e23, 0.005e23), ("1.50", 0.005)],
 )
 def test_a_numeric_items_tolerance_is_the_precision_its_source_prints(
     tmp_path: Path, answer: float | str, tolerance: float
