@@ -209,7 +209,7 @@ def training_flops_per_token(
     layer (2 V h per token). Recomputation runs more forward work that the model does not
     need: "full" the whole forward of every layer again (Narayanan Section 5.1: 4 passes for
     the layers, 3 for the logits), "selective" only the attention core, Q K^T and the product
-    with V, 4 s d_attn per layer (Korthikanti et al., arXiv:2205.05198, Section 4.2.3). With
+    with V, 4 s d_attn per layer (Korthikanti et al., arXiv:2205.05198, Appendix A). With
     recompute="full" and GPT's shapes this is equation (3) divided by B s
     (megatron_flops_per_iteration; tests/calc/test_flops.py). recompute="none" gives the
     model FLOPs that MFU counts.

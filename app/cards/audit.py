@@ -60,9 +60,13 @@ def _numbers(text: str) -> Iterable[tuple[str, Decimal]]:
             yield match.group(), figure
 
 
-def prose_figures(tokens: list) -> dict[Decimal, str]:  # noqa: ANN001 - markdown-it tokens
-    """Each figure the card's prose states, with the text it was written as."""
+def prose_figures(tokens: list, headline: Iterable[str] = ()) -> dict[Decimal, str]:  # noqa: ANN001
+    """Each figure the card's prose states, with the text it was written as; `headline` is the
+    title and summary, which the card list and search show on their own."""
     found: dict[Decimal, str] = {}
+    for text in headline:
+        for written, figure in _numbers(text):
+            found.setdefault(figure, written)
     in_sources = False
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.tag == "h2":

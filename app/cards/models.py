@@ -6,14 +6,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from app.cards.audit import to_figure
 
@@ -50,14 +43,8 @@ class Source(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cite: Text  # authors, title, venue; or the project and its documentation
-    at: str = ""  # section, table, equation, file:line or URL; the audit requires it
+    at: Text  # the place in it: section, table, equation, file:line or URL
     figures: list[Figure] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_citation(cls, data: object) -> object:
-        # Cards not yet audited list sources as plain strings.
-        return {"cite": data} if isinstance(data, str) else data
 
 
 class CardMeta(BaseModel):
@@ -74,6 +61,7 @@ class CardMeta(BaseModel):
     calculators: list[Slug] = Field(default_factory=list)
     demos: list[Slug] = Field(default_factory=list)
     # The fact audit (app/cards/audit.py): when it was last done and what each figure rests on.
+    # An edition inherits these; every English card has them (tests/cards/test_audit.py).
     checked: date | None = None
     sources: list[Source] = Field(default_factory=list)
     derived: dict[Figure, Text] = Field(default_factory=dict)  # figure: arithmetic of others

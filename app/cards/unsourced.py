@@ -24,7 +24,7 @@ def report(path: Path) -> list[str]:
     source = path.read_text(encoding="utf-8")
     tokens = _markdown().parse(source)
     meta = CardMeta.model_validate(yaml.safe_load(tokens[0].content))
-    figures = prose_figures(tokens)
+    figures = prose_figures(tokens, (meta.title, meta.summary))
     sourced = [f for s in meta.sources for f in s.figures]
     body_starts = tokens[0].map[1] if tokens[0].map else 0
     lines = []

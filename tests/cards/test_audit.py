@@ -119,7 +119,7 @@ def test_a_checked_card_that_accounts_for_its_figures_loads() -> None:
     ("old", "new", "message"),
     [
         ("64 GPUs", "96 GPUs", "96 appears in the prose but no source states it"),
-        ('    at: "Figure 1"\n', "", "does not say where in it"),
+        ('    at: "Figure 1"\n', "", "at\n  Field required"),
         ('120: "7.5 * 16"', '120: "7.5 * 15"', "does not round to 120"),
         ("checked: 2026-11-25", "checked: 2999-01-01", "in the future"),
     ],

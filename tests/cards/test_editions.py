@@ -21,7 +21,7 @@ ZH_DIR = CARDS_DIR / "zh-CN"
 EXAMPLE = "```example memory\nparams: 7e9\ndp_degree: 1\n```\n"
 ENGLISH = (
     "---\nid: sample\ntitle: A sample card\nprerequisites: []\ncalculators: [memory]\n"
-    "sources: [Paper A]\n---\n"
+    "sources: [{cite: Paper A, at: Section 1}]\n---\n"
     "## In 30 seconds\n\nSee the [memory calculator](/calculators/memory).\n\n"
     f"## Derivation\n\n$2\\Psi$ bytes.\n\n## Worked example\n\n{EXAMPLE}\n"
     "## Common mistakes\n\nm\n\n## Follow-up questions\n\nf\n\n"
@@ -65,7 +65,7 @@ def test_an_edition_that_matches_its_english_card_loads(tmp_path: Path) -> None:
         ("(/calculators/memory)", "(/calculators/training-memory)", "links differ"),
         ("(https://arxiv.org/abs/1910.02054)", "(https://example.com)", "links differ"),
         ("title: 示例卡片", "title: 示例卡片\nprerequisites: []", "takes prerequisites from"),
-        ("title: 示例卡片", "title: 示例卡片\nsources: [论文 A]", "takes sources from"),
+        ("title: 示例卡片", "title: 示例卡片\nchecked: 2026-11-25", "takes checked from"),
         ("$2\\Psi$ 字节。", "$2\\Psi$ 字节，约 42 GB。", "42 is not a figure of the English card"),
     ],
 )
