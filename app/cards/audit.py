@@ -47,7 +47,7 @@ def _exempt(figure: Decimal) -> bool:
     return whole and (figure < 10 or int(figure) in YEARS)
 
 
-def _numbers(text: str) -> Iterable[tuple[str, Decimal]]:
+def numbers_in(text: str) -> Iterable[tuple[str, Decimal]]:
     for match in NUMBER.finditer(text):
         before, after = text[: match.start()], text[match.end() :]
         # 10^9 and 2^{30}: a base or an exponent is notation, not a figure.
@@ -65,7 +65,7 @@ def prose_figures(tokens: list, headline: Iterable[str] = ()) -> dict[Decimal, s
     title and summary, which the card list and search show on their own."""
     found: dict[Decimal, str] = {}
     for text in headline:
-        for written, figure in _numbers(text):
+        for written, figure in numbers_in(text):
             found.setdefault(figure, written)
     in_sources = False
     for i, token in enumerate(tokens):
@@ -81,7 +81,7 @@ def prose_figures(tokens: list, headline: Iterable[str] = ()) -> dict[Decimal, s
         elif token.type in PROSE_BLOCKS:
             texts = [token.content]
         for text in texts:
-            for written, figure in _numbers(text):
+            for written, figure in numbers_in(text):
                 found.setdefault(figure, written)
     return found
 
