@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.cards.audit import audit_problems, evaluate, half_unit, prose_figures
+from app.cards.audit import numbers_in, audit_problems, evaluate, half_unit, prose_figures
 from app.cards.service import CardError, CardLibrary, _markdown, render_card
 from app.config import ROOT_DIR
 from app.quiz.bank import QuestionBank
@@ -153,3 +153,30 @@ def test_the_unsourced_command_lists_each_figure_with_its_line(tmp_path: Path) -
     card.write_text(CHECKED.replace("64 GPUs", "96 GPUs"), encoding="utf-8")
     (line,) = report(card)
     assert "96 appears in the prose" in line and "A 7.5 B model on 96 GPUs" in line
+
+
+def quiz_figures_unaccounted() -> list[tuple[str, str]]:
+    """Numbers in hand-written quiz items that their card's audit does not account for.
+    A quiz item practises its card: its figures are the card's, with the card's sources."""
+    library = CardLibrary.load(CARDS_DIR)
+    bank = QuestionBank.load(ROOT_DIR / "content" / "quiz")
+    missing = []
+    for item in bank.all():
+        if item.kind == "generated":  # its numbers come from the calculator
+            continue
+        card = library.get(item.card)
+        assert card is not None
+        meta = card.meta
+        accounted = (set(card.figures) | set(meta.inputs) | set(meta.derived)
+                     | {f for s in meta.sources for f in s.figures})  # fmt: skip
+        texts = [item.prompt, *(getattr(item, f, "") or "" for f in
+                 ("explanation", "solution", "back", "source", "wider_because"))]  # fmt: skip
+        for option in getattr(item, "options", []):
+            texts += [option.text, option.explanation]
+        missing += [(item.id, written) for text in texts
+                    for written, figure in numbers_in(text) if figure not in accounted]  # fmt: skip
+    return missing
+
+
+def test_every_figure_in_a_quiz_item_is_one_its_card_accounts_for() -> None:
+    assert quiz_figures_unaccounted() == []
