@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.forms import error_messages
+from app.i18n import N_, gettext, translate
 from app.logs import request_id
 from app.templating import templates
 
@@ -33,10 +34,11 @@ log = logging.getLogger(__name__)
 # Statuses with a page of their own; any other status gets errors/error.html.
 PAGES = {404, 405, 422, 500, 503}
 # Said when whoever raised the error gave no message of their own (only the status phrase).
+# Marked with N_() and, like any detail a raise site marked, translated when a page shows them.
 MESSAGES = {
-    404: "There is no page at this address: the link may be old or mistyped.",
-    422: "Some of what was sent could not be used:",
-    503: "This is not available just now.",
+    404: N_("There is no page at this address: the link may be old or mistyped."),
+    422: N_("Some of what was sent could not be used:"),
+    503: N_("This is not available just now."),
 }
 
 
@@ -85,10 +87,15 @@ def _error_page(
 def _in_words(request: Request, exc: HTTPException) -> str:
     # Starlette's default detail is the bare status phrase: say more than "Not Found".
     if isinstance(exc.detail, str) and exc.detail != HTTPStatus(exc.status_code).phrase:
-        return exc.detail[:1].upper() + exc.detail[1:]  # details are written to follow a colon
+        detail = str(translate(exc.detail))  # already in the request's language, or marked
+        return detail[:1].upper() + detail[1:]  # details are written to follow a colon
     if exc.status_code == 405:
-        return f"This address does not take {request.method} requests."
-    return MESSAGES.get(exc.status_code, f"{HTTPStatus(exc.status_code).phrase}.")
+        return gettext("This address does not take %(method)s requests.") % {
+            "method": request.method
+        }
+    if exc.status_code in MESSAGES:
+        return gettext(MESSAGES[exc.status_code])
+    return f"{HTTPStatus(exc.status_code).phrase}."
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
@@ -106,13 +113,16 @@ async def _invalid_request(request: Request, exc: RequestValidationError) -> Res
         return await request_validation_exception_handler(request, exc)
     # loc starts with where the field was (query, body, path); its name is what a person fixes.
     errors = [{**error, "loc": tuple(error["loc"][1:])} for error in exc.errors()]
-    return _error_page(request, 422, MESSAGES[422], problems=error_messages(errors, {}))
+    message = gettext(MESSAGES[422])
+    return _error_page(request, 422, message, problems=error_messages(errors, {}))
 
 
 def _server_error(request: Request) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": HTTPStatus(500).phrase}, status_code=500)
-    message = f"Something went wrong on our side; it is logged as request {request_id.get()}."
+    message = gettext("Something went wrong on our side; it is logged as request %(id)s.") % {
+        "id": request_id.get()
+    }
     return _error_page(request, 500, message)
 
 

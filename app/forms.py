@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
+from app.i18n import N_, gettext, translate
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -18,30 +20,36 @@ def friendly_errors(exc: ValidationError, labels: Mapping[str, str]) -> list[str
 
 def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
     """friendly_errors for a list of pydantic error dicts (FastAPI's RequestValidationError
-    holds such a list, not a ValidationError)."""
+    holds such a list, not a ValidationError).
+
+    In the request's language: the labels are marked with N_() where they are defined and
+    translated here, as are the words around them. A rule across fields (a model validator)
+    keeps its own words, which come from the models. Only pages show these messages: the JSON
+    API under /api/ answers with FastAPI's own error list."""
     messages = []
     for error in errors:
         field = str(error["loc"][0]) if error["loc"] else ""
-        label = labels.get(field, field or "Input")
+        label = translate(labels.get(field, field or N_("Input")))
         ctx = error.get("ctx") or {}
         kind = error["type"]
         if kind == "greater_than":
-            text = f"must be greater than {ctx['gt']:g}"
+            text = gettext("must be greater than %(n)s") % {"n": f"{ctx['gt']:g}"}
         elif kind == "greater_than_equal":
-            text = f"must be at least {ctx['ge']:g}"
+            text = gettext("must be at least %(n)s") % {"n": f"{ctx['ge']:g}"}
         elif kind == "less_than_equal":
-            text = f"must be at most {ctx['le']:g}"
+            text = gettext("must be at most %(n)s") % {"n": f"{ctx['le']:g}"}
         elif kind in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
-            text = "must be a whole number" if kind.startswith("int") else "must be a number"
+            whole = kind.startswith("int")
+            text = gettext("must be a whole number") if whole else gettext("must be a number")
         elif kind == "missing":
-            text = "is required"
+            text = gettext("is required")
         elif kind == "value_error" and not error["loc"]:
             # A rule across fields (a model validator): its own words are the message.
             messages.append(str(ctx.get("error", error["msg"])))
             continue
         else:
             text = error["msg"][0].lower() + error["msg"][1:]
-        messages.append(f"{label}: {text}")
+        messages.append(gettext("%(label)s: %(problem)s") % {"label": label, "problem": text})
     return messages
 
 

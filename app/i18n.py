@@ -13,6 +13,8 @@ the language cannot travel as a template variable either.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from io import BytesIO
@@ -21,6 +23,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import NullTranslations, Translations
 from fastapi import Request
+from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -53,6 +56,17 @@ def current_language() -> str:
     return _language.get()
 
 
+@contextmanager
+def language(lang: str) -> Iterator[None]:
+    """gettext in `lang` inside the block, outside any request: a card's Chinese edition
+    renders its worked examples (calculator fragments) in Chinese when the library loads."""
+    token = _language.set(lang)
+    try:
+        yield
+    finally:
+        _language.reset(token)
+
+
 def gettext(message: str) -> str:
     return translations(_language.get()).gettext(message)
 
@@ -62,8 +76,29 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 
 
 def N_(message: str) -> str:  # noqa: N802 (the name pybabel looks for by default)
-    """Marks a string for extraction where it is defined; it is translated where it is shown."""
+    """Marks a string for extraction where it is defined; it is translated where it is shown,
+    with `translate` (the templates' `|t` filter), in the language of the request showing it.
+
+    The lazy marker of the app: a label stays a plain English str where it is defined (a module
+    constant, a DemoPage, a JSON answer under /api/), and only a page turns it into Chinese."""
     return message
+
+
+def translate(message: object) -> object:
+    """A string marked with N_() elsewhere, in the request's language. Unlike the templates'
+    _(), the text is not a format string and not markup: a "%" stays itself and the result is
+    escaped like any other value. A string nobody marked, markup (already translated), or not a
+    string comes back as it is; so does a marked label's tail in brackets that app.calc adds to
+    it ("Weights (CPU)", "KV cache (fp8)": the label translated, the tail kept)."""
+    if not isinstance(message, str) or isinstance(message, Markup) or not message:
+        return message  # gettext("") would be the catalogue's header
+    catalogue = translations(_language.get())
+    translated = catalogue.gettext(message)
+    if translated == message and message.endswith(")") and " (" in message:
+        label, tail = message.split(" (", 1)
+        if (head := catalogue.gettext(label)) != label:
+            return f"{head} ({tail}"
+    return translated
 
 
 class LanguageMiddleware:
@@ -75,7 +110,9 @@ class LanguageMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith("/static/"):
+        # The JSON API under /api/ stays English whatever the reader's language (gettext keeps
+        # the default "en"), and static files are the same in every language.
+        if scope["type"] != "http" or scope["path"].startswith(("/static/", "/api/")):
             await self.app(scope, receive, send)
             return
         request = Request(scope)

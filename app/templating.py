@@ -10,16 +10,18 @@ from app import formatting
 from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
-from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext
+from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext, translate
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
 
 # Labels are marked here and translated where the header shows them.
 NAV = [
+    (N_("Start here"), "/start"),
     (N_("Cards"), "/cards"),
     (N_("Calculators"), "/calculators"),
     (N_("Demos"), "/demos"),
     (N_("Quiz"), "/quiz"),
+    (N_("Study plan"), "/plan"),
     (N_("Progress"), "/progress"),
     (N_("Groups"), "/groups"),
 ]
@@ -59,6 +61,8 @@ templates.env.policies["ext.i18n.trimmed"] = True
 templates.env.install_gettext_callables(gettext, ngettext, newstyle=True)
 templates.env.globals["vendor"] = VENDOR
 templates.env.filters.update(
+    # {{ label|t }}: a string marked with N_() in Python, in the request's language.
+    t=translate,
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,

@@ -1,11 +1,16 @@
-"""Helpers the tests share: free ports, per-test settings, a registered user."""
+"""Helpers the tests share: free ports, per-test settings, a registered user, a served app."""
 
 from __future__ import annotations
 
 import re
 import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import uvicorn
 from fastapi.testclient import TestClient
 
 from app.config import Settings
@@ -72,3 +77,24 @@ def log_in(client: TestClient, username: str, password: str = "correct horse") -
 def log_out(client: TestClient) -> None:
     client.post("/logout", data={"csrf_token": csrf_token(client)})
     refresh_csrf(client)
+
+
+@contextmanager
+def serving(app: object, startup_s: float = 30, **config: object) -> Iterator[str]:
+    """The app served by uvicorn on a free port in a thread, for a browser; its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config)  # type: ignore[arg-type]
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_s
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

@@ -11,6 +11,7 @@ from typing import Any
 from app.calc.communication_query import CommunicationQuery, communication_result
 from app.calc.links import LINKS
 from app.formatting import latex_number
+from app.i18n import N_
 
 
 def seconds(value: float) -> str:
@@ -81,8 +82,8 @@ def communication_view(query: CommunicationQuery) -> CommunicationView:
                 }
             )
     entries = [(s["strategy"], s["label"], s["time_s"]) for s in sections]
-    entries.append(("comm", "All communication", result["comm_s"]))
-    entries.append(("compute", "Compute", result["compute_s"]))
+    entries.append(("comm", N_("All communication"), result["comm_s"]))
+    entries.append(("compute", N_("Compute"), result["compute_s"]))
     scale = max(t for _, _, t in entries) or 1.0
     bars = [
         Bar(key, label, t, seconds(t), 100 * t / scale, index % 8)

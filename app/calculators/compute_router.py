@@ -16,6 +16,7 @@ from app.calc.model import PRESETS
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 
 router = APIRouter()
 
@@ -25,18 +26,18 @@ CHART_GPUS = (1, 8, 64, 256, 1024, 4096, 16384, 65536)
 # Published runs the page reproduces, each a link that fills the form.
 ANCHORS = (
     (
-        "GPT-3 175B on 300B tokens: 3.14E+23 FLOPs",
+        N_("GPT-3 175B on 300B tokens: 3.14E+23 FLOPs"),
         "Brown et al. 2020, arXiv:2005.14165, Table D.1 (6ND with N = 174.6B total)",
         {"preset": "gpt3-175b", "tokens": "300000000000"},
     ),
     (
-        "GPT-3 175B on 1024 A100s at 140 TFLOP/s: 34 days",
+        N_("GPT-3 175B on 1024 A100s at 140 TFLOP/s: 34 days"),
         "Narayanan et al. 2021, arXiv:2104.04473, §5.1, eq. (4): 8TP / (nX)",
         {"preset": "custom", "params": "175000000000", "tokens": "300000000000",
          "mode": "training_recompute", "gpus": "1024", "utilization": str(140 / 312)},
     ),
     (
-        "1T-parameter GPT on 3072 A100s at 163 TFLOP/s, 450B tokens: 84 days",
+        N_("1T-parameter GPT on 3072 A100s at 163 TFLOP/s, 450B tokens: 84 days"),
         "Narayanan et al. 2021, §5.1 and Table 1 (1008.0B parameters)",
         {"preset": "custom", "params": "1008000000000", "tokens": "450000000000",
          "mode": "training_recompute", "gpus": "3072", "utilization": str(163 / 312)},
@@ -119,21 +120,21 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
     peak = latex_number(r["peak_flops_per_gpu"])
     rows = [
         (
-            "FLOPs per token",
+            N_("FLOPs per token"),
             rf"C_\text{{token}} = {k}N{attention_sym}",
             rf"{k} \cdot {n}{attention_num} = {latex_number(r['flops_per_token'])}",
             "Kaplan et al. 2020, arXiv:2001.08361, §2.1 and Table 1 (forward 2N + "
             "2 n_layer n_ctx d_attn; backward 2x forward; full recompute one more forward)",
         ),
         (
-            "Total FLOPs",
+            N_("Total FLOPs"),
             r"C = C_\text{token} \cdot D",
             rf"{latex_number(r['flops_per_token'])} \cdot {latex_number(r['tokens'])}"
             rf" = {latex_number(r['total_flops'])}",
             "Kaplan et al. 2020, §2.1: C ≈ 6ND for training",
         ),
         (
-            "Time",
+            N_("Time"),
             r"T = \frac{C}{n \cdot \text{peak} \cdot u}",
             rf"\frac{{{latex_number(r['total_flops'])}}}{{{r['gpus']} \cdot {peak} \cdot "
             rf"{r['utilization']:.4g}}} = {latex_number(r['time_s'])}\,\text{{s}}"
@@ -142,7 +143,7 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
             "X = achieved FLOP/s per GPU); peak: the accelerator's dense datasheet figure",
         ),
         (
-            "GPU-hours and cost",
+            N_("GPU-hours and cost"),
             r"n \cdot T / 3600 \cdot \text{price}",
             rf"{r['gpus']} \cdot {latex_number(r['time_s'])} / 3600 = "
             rf"{latex_number(r['gpu_hours'])}\,\text{{GPU-h}} \;\to\; "
@@ -163,7 +164,7 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
         coef, vocab_div = (96, 16) if m["recompute"] else (72, 12)
         rows.append(
             (
-                "Megatron, per iteration",
+                N_("Megatron, per iteration"),
                 rf"F = {coef} B s l h^2 \left(1 + \frac{{s}}{{6h}} + "
                 rf"\frac{{V}}{{{vocab_div} l h}}\right)",
                 rf"{coef} \cdot {m['batch']} \cdot {m['seq_len']} \cdot {m['layers']} \cdot "
@@ -176,7 +177,7 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
         )
         rows.append(
             (
-                "Megatron, whole run",
+                N_("Megatron, whole run"),
                 r"F \cdot \frac{D}{B s}",
                 rf"{latex_number(m['flops_per_iteration'])} \cdot "
                 rf"{latex_number(m['iterations'])} = {latex_number(m['total_flops'])}",
@@ -187,7 +188,7 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
     if meas:
         rows.append(
             (
-                "MFU from a measurement",
+                N_("MFU from a measurement"),
                 r"\text{MFU} = \frac{\text{tokens/s} \cdot C_\text{model}}{n \cdot \text{peak}}",
                 rf"\frac{{{latex_number(meas['tokens_per_s'])} \cdot "
                 rf"{latex_number(r['model_flops_per_token'])}}}{{{r['gpus']} \cdot {peak}}}"
@@ -213,7 +214,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     raw = query_inputs(request)
     query, errors = parse_form(ComputeQuery, raw, LABELS)
     options = {
-        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "presets": [("custom", N_("Custom")), *((k, v.name) for k, v in PRESETS.items())],
         "gpus_list": [(k, a.name) for k, a in ACCELERATORS.items()],
         "dtypes": list(DTYPE_LABELS.items()),
         "modes": list(MODE_LABELS.items()),

@@ -18,6 +18,7 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import ModelShape
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 
 router = APIRouter()
 
@@ -78,7 +79,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
     raw = query_inputs(request)
     query, errors = parse_form(InferenceQuery, raw, LABELS)
     options = {
-        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "presets": [("custom", N_("Custom")), *((k, v.name) for k, v in PRESETS.items())],
         "gpus": [(k, g.name) for k, g in GPUS.items()],
         "weight_dtypes": [(k, f"{k} ({b:g} B)") for k, b in WEIGHT_BYTES.items()],
         "kv_dtypes": [(k, f"{k} ({b:g} B)") for k, b in KV_BYTES.items()],

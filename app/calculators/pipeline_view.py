@@ -17,6 +17,7 @@ from app.calc.pipeline import (
     simulate,
 )
 from app.calc.pipeline_query import PipelineQuery
+from app.i18n import gettext, translate
 
 BIG_WIDTH = 1000.0
 SMALL_WIDTH = 480.0
@@ -147,11 +148,15 @@ def gantt(
         plot_right=width - RIGHT,
         plot_bottom=bottom,
         stroke_width=1.0 if thinnest * scale >= 4 else 0.0,
-        summary=(
-            f"{SCHEDULE_NAMES[sim.setup.schedule]}: {p} stages, total time "
-            f"{number(sim.total_time)}, bubble {percent(sim.bubble_fraction_of_total)} of the "
-            f"total"
-        ),
+        summary=gettext(
+            "%(schedule)s: %(stages)s stages, total time %(total)s, bubble %(bubble)s of the total"
+        )
+        % {
+            "schedule": translate(SCHEDULE_NAMES[sim.setup.schedule]),
+            "stages": p,
+            "total": number(sim.total_time),
+            "bubble": percent(sim.bubble_fraction_of_total),
+        },
     )
 
 
@@ -164,7 +169,7 @@ def pipeline_view(query: PipelineQuery) -> PipelineView:
             setup = query.setup(schedule)
             problems = schedule_problems(setup)
             if problems:
-                notes.append(f"{SCHEDULE_NAMES[schedule]}: {'; '.join(problems)}.")
+                notes.append(f"{translate(SCHEDULE_NAMES[schedule])}: {'; '.join(problems)}.")
             else:
                 compared[schedule] = simulate(setup)
     # One time axis for all four, so a shorter step draws shorter.

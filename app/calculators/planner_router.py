@@ -27,6 +27,7 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 
 router = APIRouter()
 
@@ -170,7 +171,7 @@ def layout_url(query: PlannerQuery, layout: dict[str, object]) -> str:
 
 def _options() -> dict[str, object]:
     return {
-        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "presets": [("custom", N_("Custom")), *((k, v.name) for k, v in PRESETS.items())],
         "preset_json": json.dumps(
             {k: {f: getattr(v, f) for f in MODEL_FIELDS} for k, v in PRESETS.items()}
         ),

@@ -23,20 +23,21 @@ from app.calc.training_query import MODEL_FIELDS, TrainingQuery
 from app.calculators import communication_router, compute_router, pipeline_router, training_router
 from app.calculators.communication_view import seconds
 from app.formatting import memory
+from app.i18n import N_
 
 STEP_LABELS = {
-    "compute": "Compute",
-    "recompute": "Recompute",
-    "exposed_tp": "Exposed TP communication",
-    "exposed_cp_ep": "Exposed CP / EP communication",
-    "exposed_pp": "Exposed PP sends",
-    "exposed_dp": "Exposed DP communication",
-    "bubble": "Pipeline bubble",
+    "compute": N_("Compute"),
+    "recompute": N_("Recompute"),
+    "exposed_tp": N_("Exposed TP communication"),
+    "exposed_cp_ep": N_("Exposed CP / EP communication"),
+    "exposed_pp": N_("Exposed PP sends"),
+    "exposed_dp": N_("Exposed DP communication"),
+    "bubble": N_("Pipeline bubble"),
 }
 MEMORY_LABELS = {
-    "model_states": "Model states (weights, gradients, optimizer)",
-    "activations": "Activations",
-    "other": "Other (buffers, runtime overhead)",
+    "model_states": N_("Model states (weights, gradients, optimizer)"),
+    "activations": N_("Activations"),
+    "other": N_("Other (buffers, runtime overhead)"),
 }
 # The card that explains each term (content/cards/<id>.md).
 TERM_CARDS = {
@@ -65,10 +66,10 @@ TERM_CALCULATORS = {
     "other": "training",
 }
 CALCULATOR_NAMES = {
-    "training": "training-memory calculator",
-    "pipeline": "pipeline calculator",
-    "communication": "communication calculator",
-    "compute": "compute calculator",
+    "training": N_("training-memory calculator"),
+    "pipeline": N_("pipeline calculator"),
+    "communication": N_("communication calculator"),
+    "compute": N_("compute calculator"),
 }
 
 

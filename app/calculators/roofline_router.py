@@ -14,6 +14,7 @@ from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 
 router = APIRouter()
 
@@ -91,29 +92,29 @@ def _formulas(query: RooflineQuery, r: dict[str, Any]) -> list[tuple[str, str, s
     peak, bw = latex_number(r["peak_flops"]), latex_number(r["hbm_bytes_per_s"])
     rows = [
         ("FLOPs", sym_flops, rf"{flops} = {latex_number(r['flops'])}", SOURCE_HTSYM),
-        ("Bytes moved", sym_bytes, rf"{traffic} = {latex_number(r['bytes'])}", SOURCE_HTSYM),
+        (N_("Bytes moved"), sym_bytes, rf"{traffic} = {latex_number(r['bytes'])}", SOURCE_HTSYM),
         (
-            "Arithmetic intensity",
+            N_("Arithmetic intensity"),
             r"I = \frac{\text{FLOPs}}{\text{bytes}}",
             rf"\frac{{{latex_number(r['flops'])}}}{{{latex_number(r['bytes'])}}}"
             rf" = {latex_number(r['intensity'])}",
             SOURCE_HTSYM,
         ),
         (
-            "Ridge point",
+            N_("Ridge point"),
             r"I^* = \frac{\text{peak}}{\text{bandwidth}}",
             rf"\frac{{{peak}}}{{{bw}}} = {latex_number(r['ridge'])}",
             SOURCE_HTSYM + "; peak and bandwidth from the accelerator's datasheet",
         ),
         (
-            "Attainable FLOP/s",
+            N_("Attainable FLOP/s"),
             r"\min(\text{peak},\; I \cdot \text{bandwidth})",
             rf"\min({peak},\; {latex_number(r['intensity'])} \cdot {bw})"
             rf" = {latex_number(r['attainable_flops'])}",
             "Williams, Waterman & Patterson 2009, Roofline, CACM 52(4)",
         ),
         (
-            "Time bounds",
+            N_("Time bounds"),
             r"\max(T_\text{math}, T_\text{mem}) \le T \le T_\text{math} + T_\text{mem}",
             rf"\max({latex_number(r['t_compute_s'])}, {latex_number(r['t_memory_s'])}) = "
             rf"{latex_number(r['time_lower_s'])}\,\text{{s}} \le T \le "
@@ -126,7 +127,7 @@ def _formulas(query: RooflineQuery, r: dict[str, Any]) -> list[tuple[str, str, s
         ridge, d, f = latex_number(r["ridge"]), query.d, query.f
         rows.append(
             (
-                "Compute-bound from",
+                N_("Compute-bound from"),
                 r"B^* = \frac{I^* \cdot \text{bytes} \cdot DF}{2DF - I^* \cdot \text{bytes}"
                 r"\cdot (D + F)} \approx \frac{I^* \cdot \text{bytes}}{2}",
                 rf"\frac{{{ridge} \cdot {size} \cdot {d} \cdot {f}}}{{2 \cdot {d} \cdot {f} - "

@@ -9,11 +9,12 @@ from app.calculators.memory_view import stage_views
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import MemoryForm
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 from app.templating import templates
 
 router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
 
-MEMORY_LABELS = {"params_b": "Parameters (billions)", "dp_degree": "Data-parallel degree"}
+MEMORY_LABELS = {"params_b": N_("Parameters (billions)"), "dp_degree": N_("Data-parallel degree")}
 
 
 @router.get("", response_class=HTMLResponse)

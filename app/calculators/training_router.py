@@ -14,6 +14,7 @@ from app.calc.training_query import LABELS, MODEL_FIELDS, TrainingQuery
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.training_view import assumptions, training_view
 from app.forms import parse_form, query_inputs
+from app.i18n import N_
 
 router = APIRouter()
 
@@ -36,7 +37,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     raw = query_inputs(request)
     query, errors = parse_form(TrainingQuery, raw, LABELS)
     options = {
-        "presets": [("custom", "Custom"), *((k, v.name) for k, v in PRESETS.items())],
+        "presets": [("custom", N_("Custom")), *((k, v.name) for k, v in PRESETS.items())],
         "recipes": list(RECIPES.items()),
         "optimizers": list(OPTIMIZERS.items()),
         "gpus": [(k, g.name) for k, g in GPUS.items()],

@@ -14,6 +14,7 @@ from app.calc.training import MemoryReport, Verdict, memory_vs_dp, training_memo
 from app.calc.training_query import TrainingQuery
 from app.calc.units import MEMORY_UNITS
 from app.formatting import memory
+from app.i18n import N_, gettext
 
 ZERO_STAGE_LABELS = ("ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3")
 CHART_DP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -80,7 +81,7 @@ def training_view(query: TrainingQuery) -> TrainingView:
     gpu = GPUS[query.gpu]
     by_stage = _reports_by_stage(query)
     scale = max([gpu.memory_bytes, report.gpu_bytes, *(r.gpu_bytes for r in by_stage)]) * 1.02
-    bars = [_bar("This set-up", report, scale, query.unit, gpu.memory_bytes)]
+    bars = [_bar(N_("This set-up"), report, scale, query.unit, gpu.memory_bytes)]
     bars += [
         _bar(label, r, scale, query.unit, gpu.memory_bytes)
         for label, r in zip(ZERO_STAGE_LABELS, by_stage, strict=True)
@@ -99,11 +100,18 @@ def training_view(query: TrainingQuery) -> TrainingView:
         if higher.gpu_bytes > lower.gpu_bytes:
             k = higher.setup.parallel.zero_stage
             notes.append(
-                f"ZeRO-{k} needs more than ZeRO-{k - 1} here: it holds a "
-                f"{memory(higher.term('buffers').gpu_bytes, query.unit)} buffer of whole layers "
-                f"gathered ahead of use, where ZeRO-{k - 1} keeps a "
-                f"{memory(lower.term('buffers').gpu_bytes, query.unit)} gradient bucket, and "
-                "that outweighs what sharding one more state saves."
+                gettext(
+                    "ZeRO-%(k)s needs more than ZeRO-%(lower)s here: it holds a %(gathered)s "
+                    "buffer of whole layers gathered ahead of use, where ZeRO-%(lower)s keeps a "
+                    "%(bucket)s gradient bucket, and that outweighs what sharding one more state "
+                    "saves."
+                )
+                % {
+                    "k": k,
+                    "lower": k - 1,
+                    "gathered": memory(higher.term("buffers").gpu_bytes, query.unit),
+                    "bucket": memory(lower.term("buffers").gpu_bytes, query.unit),
+                }
             )
     return TrainingView(
         query=query,
@@ -123,14 +131,14 @@ def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
     b = bytes_per_param(query.recipe, query.optimizer)
     gpu = GPUS[query.gpu]
     return [
-        ("Weights, bytes per parameter", f"{b.weights:g}", b.weights_source),
-        ("Gradients, bytes per parameter", f"{b.grads:g}", b.grads_source),
-        ("Master weights, bytes per parameter", f"{b.master:g}", b.master_source),
-        ("Optimizer states, bytes per parameter", f"{b.optimizer:g}", b.optimizer_source),
-        ("GPU memory", memory(gpu.memory_bytes, query.unit), gpu.source),
-        ("Runtime overhead", memory(query.overhead_gb * 1e9, query.unit),
+        (N_("Weights, bytes per parameter"), f"{b.weights:g}", b.weights_source),
+        (N_("Gradients, bytes per parameter"), f"{b.grads:g}", b.grads_source),
+        (N_("Master weights, bytes per parameter"), f"{b.master:g}", b.master_source),
+        (N_("Optimizer states, bytes per parameter"), f"{b.optimizer:g}", b.optimizer_source),
+        (N_("GPU memory"), memory(gpu.memory_bytes, query.unit), gpu.source),
+        (N_("Runtime overhead"), memory(query.overhead_gb * 1e9, query.unit),
          "CUDA context and communicator buffers: 1–2 GB in the Ultra-Scale Playbook; editable"),
-        ("Gradient bucket", f"{query.bucket_mb:g} MB",
+        (N_("Gradient bucket"), f"{query.bucket_mb:g} MB",
          "PyTorch DDP's bucket_cap_mb default is 25 MB; editable"),
     ]  # fmt: skip
 

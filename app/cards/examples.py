@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from html import escape
 from urllib.parse import urlencode
 
 import yaml
@@ -23,6 +24,7 @@ from starlette.requests import Request
 from app.calc.planner import Layout, cluster, plan, plan_request, why_not
 from app.calculators.memory_view import stage_views
 from app.calculators.schemas import MemoryQuery
+from app.i18n import gettext
 from app.templating import templates
 
 
@@ -124,10 +126,8 @@ def calculator_example(router_module: str, name: str) -> Callable[[str], str]:
             {**context, "request": request}
         )
         link = context["share_url"]
-        return (
-            f'<div class="worked-example">{fragment}'
-            f'<p><a href="{link}">Open these numbers in the calculator →</a></p></div>\n'
-        )
+        label = escape(gettext("Open these numbers in the calculator →"))
+        return f'<div class="worked-example">{fragment}<p><a href="{link}">{label}</a></p></div>\n'
 
     return render
 

@@ -30,6 +30,7 @@ from app.cards.models import (
     Card,
     CardMeta,
 )
+from app.i18n import language
 
 # How each edition's language names the fixed sections (English names them itself).
 SECTION_NAMES = {"zh": ZH_SECTIONS}
@@ -304,7 +305,8 @@ class CardLibrary:
 def _load(cards_dir: Path, signature: tuple) -> CardLibrary:  # noqa: ARG001 - the cache key
     # Rendering runs every calculator in every worked example: do it once per set of files.
     def read(path: Path, name: str, lang: str) -> Card:
-        card = render_card(path.read_text(encoding="utf-8"), name, lang)
+        with language(lang):  # worked examples are calculator fragments, in the card's language
+            card = render_card(path.read_text(encoding="utf-8"), name, lang)
         if card.meta.id != path.stem:
             raise CardError(f"{name}: id {card.meta.id!r} must match the file name")
         return card

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from app.i18n import gettext
+
 
 class QueueBusy(Exception):
     """No place in the line for this job; the message says why, for the page."""
@@ -38,13 +40,18 @@ class JobQueue:
         """Raises QueueBusy if `owner` could not get a place now."""
         if self._owners[owner] >= self.per_owner:
             raise QueueBusy(
-                "you already have a demo running or waiting; let it finish (or close its page) "
-                "before starting another"
+                gettext(
+                    "you already have a demo running or waiting; let it finish (or close its "
+                    "page) before starting another"
+                )
             )
         if self._waiting >= self.max_waiting:
             raise QueueBusy(
-                f"the demo worker is busy: {self._waiting} run(s) are already waiting; "
-                "try again in a minute"
+                gettext(
+                    "the demo worker is busy: %(waiting)s run(s) are already waiting; try again "
+                    "in a minute"
+                )
+                % {"waiting": self._waiting}
             )
 
     @asynccontextmanager

@@ -5,6 +5,8 @@ Every page in app/live/pages/ gets the same four routes (see app/live/demo_page.
   GET /demos/<slug>/run      checks the form and returns the panel that opens the stream
   GET /demos/<slug>/stream   runs the demo on the worker and streams it (SSE)
   GET /demos/runs/<id>       a finished run, replayed through the same templates (shareable)
+and a finished run's raw rows, one per rank per step (app/live/raw_rows.py):
+  GET /demos/runs/<id>/rows.csv, /demos/runs/<id>/rows.json
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
 from app.errors import is_htmx
 from app.forms import parse_form, query_inputs
+from app.i18n import N_, gettext
 from app.live.demo_page import DemoPage
 from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
 from app.live.queue import JobQueue, QueueBusy
+from app.live.raw_rows import measurement_rows, rows_csv, rows_json
 from app.live.runs import finish_run, get_run, start_run
+from app.live.verdict import reason_lines, tally
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
 from app.templating import templates
@@ -108,10 +113,14 @@ class RunView:
     params: BaseModel
     run_id: str
     world_size: int | None = None
+    backend: str | None = None
     prediction: Any = None
+    measurements: int = 0
+    rows: int = 0
 
-    def accepted(self, world_size: int) -> None:
+    def accepted(self, world_size: int, backend: str | None) -> None:
         self.world_size = world_size
+        self.backend = backend
         self.prediction = self.page.predict(self.params, world_size)
 
     def render(self, event: dict[str, Any]) -> list[ServerSentEvent]:
@@ -123,25 +132,44 @@ class RunView:
         }
         kind = event.get("event")
         if kind == "measurement" and self.prediction is not None:
+            self.measurements += 1
+            self.rows += len(event.get("ranks", []))
             template = f"demos/_{self.page.demo}_rows.html"
-            shown = [_html_event(self.request, template, event=event, **context)]
+            shown = [
+                _html_event(self.request, template, event=event, **context),
+                _html_event(self.request, "demos/_progress.html",
+                            measurements=self.measurements, rows=self.rows),
+            ]  # fmt: skip
             if self.page.chart_data is not None:
                 data = self.page.chart_data(event, self.prediction)
                 shown.append(ServerSentEvent(event="measurement", data=data))
             return shown
         if kind == "done":
             template = f"demos/_{self.page.demo}_summary.html"
-            return [
-                _html_event(self.request, template, summary=event["summary"], **context),
+            summary = event["summary"]
+            shown = [_html_event(self.request, template, summary=summary, **context)]
+            if self.prediction is not None:
+                checks = self.page.verdict(summary, self.prediction, self.backend)
+                lines = list(zip(checks, reason_lines(checks), strict=True))
+                verdict = {"rows": lines, "tally": tally(checks)}
+                shown.append(_html_event(self.request, "demos/_verdict.html", **verdict))
+            return shown + [
                 _html_event(self.request, "demos/_share.html", run_id=self.run_id),
-                _status(self.request, "Finished."),
+                self._downloads(),
+                _status(self.request, gettext("Finished.")),
             ]
         if kind == "error":
-            return [
-                _failure(self.request, str(event.get("message", "the demo failed"))),
-                _status(self.request, "Failed."),
+            shown = [
+                _failure(self.request, str(event.get("message", gettext("the demo failed")))),
+                _status(self.request, gettext("Failed.")),
             ]
+            if self.rows:  # the rows measured before the failure are kept with the run
+                shown.append(self._downloads())
+            return shown
         return []
+
+    def _downloads(self) -> ServerSentEvent:
+        return _html_event(self.request, "demos/_downloads.html", run_id=self.run_id, oob=True)
 
 
 def _page_of(demo: str) -> DemoPage | None:
@@ -152,7 +180,7 @@ def _recorded(request: Request, run_id: str) -> tuple[DemoRun, DemoPage]:
     run = get_run(request.app.state.engine, run_id)
     page = _page_of(run.demo) if run else None
     if run is None or page is None or run.world_size is None:
-        raise HTTPException(404, "No such demo run (the link may be mistyped).")
+        raise HTTPException(404, N_("No such demo run (the link may be mistyped)."))
     return run, page
 
 
@@ -183,14 +211,39 @@ async def recorded_run_events(
     """A recorded run's events, replayed through the same templates as a live run."""
     run, page = recorded
     view = RunView(request, page, page.params.model_validate(run.params), run.id)
-    view.accepted(int(run.world_size or 1))
-    yield _status(request, f"Recorded run of {run.created_at:%Y-%m-%d %H:%M} UTC.")
+    view.accepted(int(run.world_size or 1), run.backend)
+    when = f"{run.created_at:%Y-%m-%d %H:%M}"
+    yield _status(request, gettext("Recorded run of %(when)s UTC.") % {"when": when})
     for event in run.events:
         for shown in view.render(event):
             yield shown
     if run.status == "failed" and not any(e.get("event") == "error" for e in run.events):
-        yield _failure(request, run.message or "the run failed")
+        yield _failure(request, run.message or gettext("the run failed"))
     yield ServerSentEvent(event="done", data="done")
+
+
+def _download(run: DemoRun, body: str, suffix: str, media_type: str) -> Response:
+    filename = f"shardlab-{run.demo.replace('_', '-')}-{run.id}-rows.{suffix}"
+    disposition = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    return Response(body, media_type=media_type, headers=disposition)
+
+
+@router.get("/runs/{run_id}/rows.csv", include_in_schema=False)
+def recorded_rows_csv(
+    recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)],
+) -> Response:
+    """The run's raw rows as CSV: a header, then one row per rank per step."""
+    run, _page = recorded
+    return _download(run, rows_csv(measurement_rows(run.events)), "csv", "text/csv")
+
+
+@router.get("/runs/{run_id}/rows.json", include_in_schema=False)
+def recorded_rows_json(
+    recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)],
+) -> Response:
+    """The run's raw rows as a JSON list of objects, one per rank per step."""
+    run, _page = recorded
+    return _download(run, rows_json(measurement_rows(run.events)), "json", "application/json")
 
 
 def add_demo_routes(page: DemoPage) -> None:
@@ -272,12 +325,13 @@ def add_demo_routes(page: DemoPage) -> None:
         try:
             async with queue.place(_owner(request)) as ahead:
                 if ahead:
-                    yield _status(request, f"Queued: {ahead} run(s) ahead of this one…")
+                    queued = gettext("Queued: %(ahead)s run(s) ahead of this one…")
+                    yield _status(request, queued % {"ahead": ahead})
                 async for event in run_and_record(request, params):
                     yield event
         except QueueBusy as exc:
             yield _failure(request, str(exc))
-            yield _status(request, "Not started.")
+            yield _status(request, gettext("Not started."))
         yield ServerSentEvent(event="done", data="done")
 
     async def run_and_record(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
@@ -293,9 +347,10 @@ def add_demo_routes(page: DemoPage) -> None:
             async for event in events:
                 kind = event.get("event")
                 if kind == "accepted":
-                    view.accepted(int(event["world_size"]))
                     backend = str(event["backend"])
-                    yield _status(request, f"Running on {view.world_size} ranks ({backend})…")
+                    view.accepted(int(event["world_size"]), backend)
+                    running = gettext("Running on %(ranks)s ranks (%(backend)s)…")
+                    yield _status(request, running % {"ranks": view.world_size, "backend": backend})
                     continue
                 recorded.append(event)
                 if kind == "error":
@@ -308,8 +363,9 @@ def add_demo_routes(page: DemoPage) -> None:
         except WorkerUnavailable as exc:
             outcome, message = "failed", str(exc)
             log.warning("%s demo lost the worker: %s", page.demo, message)
-            yield _failure(request, f"{message}. The worker is being restarted.")
-            yield _status(request, "Failed.")
+            restarting = gettext("%(message)s. The worker is being restarted.")
+            yield _failure(request, restarting % {"message": message})
+            yield _status(request, gettext("Failed."))
             await restart_worker(request, reason=message)
         finally:
             await events.aclose()

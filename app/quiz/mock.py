@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.quiz.bank import GRADED_KINDS, GeneratedItem, QuestionBank
 from app.quiz.models import MockInterview, QuizAttempt
-from app.quiz.service import Question, question_for
+from app.quiz.service import BadQuestion, Question, question_for
 
 
 class MockSettings(BaseModel):
@@ -108,6 +108,19 @@ class CardResult:
 
 
 @dataclass(frozen=True)
+class AnswerResult:
+    """One question of the interview as the report lists it; `correct` is None when it was
+    not answered in time."""
+
+    number: int  # 1-based, in the order asked
+    card_id: str
+    title: str
+    prompt: str  # Markdown, placeholders filled
+    correct: bool | None
+    duration_s: float | None
+
+
+@dataclass(frozen=True)
 class MockReport:
     asked: int
     answered: int
@@ -115,19 +128,48 @@ class MockReport:
     strengths: list[CardResult]  # every question on the card right
     gaps: list[CardResult]  # a question on the card wrong or unanswered
     time_used_s: float
+    questions: list[AnswerResult]
+
+    @property
+    def mean_duration_s(self) -> float | None:
+        """Mean time per answered question, over the answers whose time is known."""
+        times = [q.duration_s for q in self.questions if q.duration_s is not None]
+        return sum(times) / len(times) if times else None
+
+
+def _prompt(bank: QuestionBank, spec: dict, lang: str) -> str:
+    item = bank.get(spec["item_id"])
+    if item is None:
+        return spec["item_id"]
+    try:
+        return question_for(bank.in_language(item, lang), spec["inputs"] or None).prompt
+    except BadQuestion:  # the item's choices changed since the interview was drawn
+        return item.prompt
 
 
 def report(session: Session, mock: MockInterview, bank: QuestionBank, titles: dict[str, str],
-           now: datetime | None = None) -> MockReport:  # fmt: skip
+           now: datetime | None = None, lang: str = "en") -> MockReport:  # fmt: skip
     now = now or datetime.now(UTC)
     attempts = answered(session, mock)
     per_card: dict[str, list[int]] = {}
+    questions = []
     for index, spec in enumerate(mock.questions):
         item = bank.get(spec["item_id"])
         card = item.card if item else "?"
         right, asked = per_card.setdefault(card, [0, 0])
         attempt = attempts.get(index)
         per_card[card] = [right + bool(attempt and attempt.correct), asked + 1]
+        duration_ms = attempt.duration_ms if attempt else None
+        questions.append(
+            AnswerResult(
+                number=index + 1,
+                card_id=card,
+                title=titles.get(card, card),
+                prompt=_prompt(bank, spec, lang),
+                correct=attempt.correct if attempt else None,
+                duration_s=None if duration_ms is None else duration_ms / 1000,
+            )
+        )
     results = [CardResult(c, titles.get(c, c), r, a) for c, (r, a) in per_card.items()]
     last = max((a.created_at for a in attempts.values()), default=now)
     used = min(last.astimezone(UTC), deadline(mock)) - mock.started_at.astimezone(UTC)
@@ -138,4 +180,5 @@ def report(session: Session, mock: MockInterview, bank: QuestionBank, titles: di
         strengths=sorted((r for r in results if r.right == r.asked), key=lambda r: r.title),
         gaps=sorted((r for r in results if r.right < r.asked), key=lambda r: r.right - r.asked),
         time_used_s=max(0.0, used.total_seconds()),
+        questions=questions,
     )

@@ -79,7 +79,7 @@ def mock_page(
         return templates.TemplateResponse(
             request,
             "quiz/mock_report.html",
-            {"mock": mock, "report": report(session, mock, bank, titles)},
+            {"mock": mock, "report": report(session, mock, bank, titles, lang=lang)},
         )
     index, question = current
     remaining_s = max(0, int((deadline(mock) - datetime.now(UTC)).total_seconds()))

@@ -7,12 +7,13 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.scheduling import recall_probability
+from app.quiz.review_queue import new_left_today
+from app.quiz.scheduling import SCHEDULER, recall_probability
 
 HISTORY_DAYS = 30
 
@@ -134,4 +135,103 @@ def progress_of(
         weakest=weakest,
         answers=len(attempts),
         correct=sum(1 for _, c in attempts if c),
+    )
+
+
+@dataclass(frozen=True)
+class ReviewCount:
+    """Where today's review of a topic stands: answers given today, and what is left of it
+    (the items due now and the items never answered, which the review serves after them)."""
+
+    done: int
+    due: int
+    new: int
+
+    @property
+    def total(self) -> int:
+        return self.done + self.due + self.new
+
+
+def _today_start(now: datetime) -> datetime:
+    return datetime(now.year, now.month, now.day, tzinfo=UTC)
+
+
+def _attempts_today(
+    session: Session, user_id: int, item_ids: set[str], now: datetime
+) -> list[QuizAttempt]:
+    """Today's (UTC) answers to these items, outside mock interviews."""
+    statement = select(QuizAttempt).where(
+        QuizAttempt.user_id == user_id,
+        col(QuizAttempt.created_at) >= _today_start(now),
+        col(QuizAttempt.mock_id).is_(None),
+    )
+    return [a for a in session.exec(statement) if a.item_id in item_ids]
+
+
+def review_count(
+    session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
+    now: datetime | None = None,
+) -> ReviewCount:  # fmt: skip
+    """Counts for the review's progress bar: an answer moves an item from due or new to
+    done; a wrong one brings it back as due a little later, so the total grows by one."""
+    now = now or datetime.now(UTC)
+    item_ids = {item.id for item in bank.for_cards(card_ids)}
+    states = [s for s in states_of(session, user_id) if s.item_id in item_ids]
+    return ReviewCount(
+        done=len(_attempts_today(session, user_id, item_ids, now)),
+        due=sum(1 for s in states if s.due <= now),
+        new=min(len(item_ids) - len(states), new_left_today(session, user_id, now)),
+    )
+
+
+@dataclass(frozen=True)
+class CardToReview:
+    card_id: str
+    title: str
+    recall: float  # mean FSRS recall of the card's items answered so far
+    wrong_today: int
+
+
+@dataclass(frozen=True)
+class ReviewResults:
+    """Today's review of a topic, once nothing is left: the score, the time per answer, the
+    next due date, and the weak cards to read again (a wrong answer today first)."""
+
+    answers: int
+    correct: int
+    mean_duration_s: float | None  # over the answers whose time is known
+    total_duration_s: float
+    next_due: datetime | None
+    review_next: list[CardToReview]
+
+
+def review_results(
+    session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
+    titles: dict[str, str], now: datetime | None = None, limit: int = 5,
+) -> ReviewResults:  # fmt: skip
+    now = now or datetime.now(UTC)
+    items = bank.for_cards(card_ids)
+    card_of = {item.id: item.card for item in items}
+    today = _attempts_today(session, user_id, set(card_of), now)
+    durations = [a.duration_ms / 1000 for a in today if a.duration_ms is not None]
+    wrong_today = Counter(card_of[a.item_id] for a in today if not a.correct)
+    recalls: dict[str, list[float]] = {}
+    states = [s for s in states_of(session, user_id) if s.item_id in card_of]
+    for s in states:
+        recalls.setdefault(card_of[s.item_id], []).append(recall_probability(s.fsrs_card, now))
+    # Weak: a wrong answer today, or below the recall the scheduler aims for (so due soon).
+    weakest = sorted(
+        (CardToReview(card, titles.get(card, card), sum(r) / len(r), wrong_today[card])
+         for card, r in recalls.items()),
+        key=lambda c: (-c.wrong_today, c.recall, c.card_id),
+    )  # fmt: skip
+    weakest = [c for c in weakest if c.wrong_today or c.recall < SCHEDULER.desired_retention]
+    upcoming = [s.due for s in states if s.due > now]
+    return ReviewResults(
+        answers=len(today),
+        correct=sum(1 for a in today if a.correct),
+        mean_duration_s=sum(durations) / len(durations) if durations else None,
+        total_duration_s=sum(durations),
+        next_due=min(upcoming) if upcoming else None,
+        review_next=weakest[:limit],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
@@ -10,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
 
 from app.db import SessionDep
+from app.language import request_language
 from app.quiz.progress import progress_of
 from app.quiz.progress_file import export_progress, import_progress, parse_progress
 from app.quiz.service import attempts_of
@@ -33,8 +35,17 @@ def _page(
         "answers": [n for _, n, _ in progress.history],
         "correct": [c for _, _, c in progress.history],
     }  # fmt: skip
+    lang = request_language(request)
+    bank = request.app.state.quiz
+    # A weak item is named by its question (in the page's language) and its card's title.
+    prompts = {w.item_id: bank.in_language(bank.get(w.item_id), lang).prompt
+               for w in progress.weakest}  # fmt: skip
+    questions = {item_id: re.sub(r"\{\w+\}", "…", p) for item_id, p in prompts.items()}
+    titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
     context = {
         "progress": progress,
+        "questions": questions,
+        "titles": titles,
         "attempts": attempts_of(session, user, limit=50),
         "chart_json": json.dumps(chart),
         **extra,

@@ -1,19 +1,38 @@
 """What to ask next: items that are due first (most overdue first), then new items in the
-cards' study order (prerequisites first); a topic narrows both to a card or a tag."""
+cards' study order (prerequisites first); a topic narrows both to a card or a tag.
+
+A daily review brings in at most NEW_PER_DAY new items, as Anki does: new material is
+learned a little at a time, and a day's review has an end (the study plan, app/journey,
+schedules the path's new cards; practice on a topic has no cap)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import Literal
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank, QuizItem
-from app.quiz.models import ItemState
+from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.scheduling import recall_probability
 
 Mode = Literal["review", "practice"]
+NEW_PER_DAY = 20
+
+
+def new_left_today(session: Session, user_id: int, now: datetime) -> int:
+    """How many new items today's review may still bring in: NEW_PER_DAY less the items first
+    answered today (UTC), in any mode."""
+    start = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
+    first_answers = (
+        select(QuizAttempt.item_id)
+        .where(QuizAttempt.user_id == user_id)
+        .group_by(QuizAttempt.item_id)
+        .having(func.min(QuizAttempt.created_at) >= start)
+    )
+    return max(0, NEW_PER_DAY - len(session.exec(first_answers).all()))
 
 
 class UnknownTopic(ValueError):
@@ -65,6 +84,8 @@ def next_item(
     due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
     due_ids = [s.item_id for s in due]
     new_ids = [item.id for item in items if item.id not in states]
+    if mode == "review":
+        new_ids = new_ids[: new_left_today(session, user_id, now)]
     candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
     if mode == "practice":
         by_recall = sorted(

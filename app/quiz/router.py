@@ -21,6 +21,7 @@ from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
 from app.quiz.mock_router import router as mock_router
+from app.quiz.progress import ReviewCount, review_count, review_results
 from app.quiz.progress_router import router as progress_router
 from app.quiz.review_queue import Mode, UnknownTopic, next_item, topic_cards, topics
 from app.quiz.service import (
@@ -78,13 +79,32 @@ def quiz_page(
         )
     assert user.id is not None
     chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100])
+    lang = request_language(request)
     if chosen is None:
+        titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
+        context["results"] = review_results(session, user.id, bank, card_ids, titles)
         return templates.TemplateResponse(request, "quiz/question.html", context)
     item, reason = chosen
-    lang = request_language(request)
     question = draw_question(bank.in_language(item, lang), random.Random())
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
+    if _mode(mode) == "review":
+        context["count"] = review_count(session, user.id, bank, card_ids)
     return templates.TemplateResponse(request, "quiz/question.html", context)
+
+
+def _review_count(
+    request: Request, session: SessionDep, user: CurrentUser, mode: Mode, topic: str
+) -> ReviewCount | None:
+    """Today's review of the topic so far, for the progress bar; practice has no end, and so
+    no bar."""
+    if mode != "review":
+        return None
+    try:
+        card_ids = topic_cards(request.app.state.cards, topic)
+    except UnknownTopic:
+        return None
+    assert user.id is not None
+    return review_count(session, user.id, bank_of(request), card_ids)
 
 
 def question_from_form(
@@ -128,5 +148,6 @@ async def answer(request: Request, user: CurrentUser, session: SessionDep) -> HT
             request, template, {**context, "answer_error": str(exc)}, status_code=422
         )
     attempt, state = record_answer(session, user, question, outcome)
-    context |= {"attempt": attempt, "outcome": outcome, "state": state}
+    context |= {"attempt": attempt, "outcome": outcome, "state": state, "partial": partial,
+                "count": _review_count(request, session, user, mode, topic)}  # fmt: skip
     return templates.TemplateResponse(request, template, context)

@@ -5,6 +5,17 @@
   "use strict";
   var state = null;
 
+  // The cases' names under their points; a name wider than the room between two points wraps
+  // at its " + " ("fp16 + loss scale" on a phone), so neighbours never overlap.
+  function caseNames(u, vals) {
+    var room = vals.length > 1 ? Math.abs(u.valToPos(vals[1], "x") - u.valToPos(vals[0], "x")) : Infinity;
+    return vals.map(function (v) {
+      var name = (state && state.names[v]) || "";
+      var fits = !window.ShardLabAxes || window.ShardLabAxes.textWidth(name) + 8 <= room;
+      return fits ? name : name.replace(" + ", "\n+ ");
+    });
+  }
+
   function freshState(el) {
     var series = [
       { label: "case" },
@@ -18,8 +29,7 @@
       height: 220,
       scales: { x: { time: false }, y: { range: [0, 1] } },
       axes: [
-        { label: "case", incrs: [1],
-          values: function (u, vals) { return vals.map(function (v) { return state && state.names[v] || ""; }); } },
+        { label: "case", incrs: [1], size: 56, values: caseNames },
         { label: "share of gradients that are zero" },
       ],
       series: series,

@@ -1,7 +1,8 @@
 // Live chart for the tensor-parallel demo: each `measurement` server-sent event (JSON, a DOM
 // event from htmx's hx-sse extension) adds one step: the bytes each rank sent in its forward
 // and backward passes, logical (what torch issued, ring-counted) and wire (what gloo wrote),
-// beside the calculator's prediction for that split.
+// beside the calculator's prediction for that split. Past ShardLabAxes.MAX_RANK_LINES ranks
+// it draws the least and most bytes written instead of one line per rank.
 (function () {
   "use strict";
   var KIB = 1024;
@@ -9,11 +10,19 @@
 
   function freshState(el, ranks) {
     var colors = ["#2f5bd3", "#e0912f", "#7a4fc7", "#1f7a4d", "#b42318", "#0e7490", "#a16207", "#be185d"];
+    var grouped = ranks.length > window.ShardLabAxes.MAX_RANK_LINES;
+    var words = window.ShardLabAxes.labels(el, { least: "least written", most: "most written" });
     var series = [{ label: "step" }, { label: "predicted KiB", stroke: "#5b6472", width: 1 },
       { label: "rank 0 logical KiB", stroke: "#111827", width: 2, dash: [2, 3] }];
-    ranks.forEach(function (r, i) {
-      series.push({ label: "rank " + r.rank + " wire KiB", stroke: colors[i % colors.length], width: 2 });
-    });
+    if (grouped) {
+      [words.least, words.most].forEach(function (name, i) {
+        series.push({ label: name + " KiB", stroke: colors[i], width: 2 });
+      });
+    } else {
+      ranks.forEach(function (r, i) {
+        series.push({ label: "rank " + r.rank + " wire KiB", stroke: colors[i % colors.length], width: 2 });
+      });
+    }
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 240,
@@ -23,17 +32,25 @@
       series: series,
     };
     var data = series.map(function () { return []; });
-    return { el: el, data: data, plot: new window.uPlot(opts, data, el), count: 0 };
+    var plot = new window.uPlot(opts, data, el);
+    el.uplot = plot;
+    return { el: el, data: data, grouped: grouped, plot: plot, count: 0 };
   }
 
   document.addEventListener("measurement", function (e) {
     var el = document.getElementById("demo-chart");
-    if (!el || !window.uPlot) return;
+    if (!el || !window.uPlot || !window.ShardLabAxes) return;
     var m = JSON.parse(e.detail.data);
     if (m.layout === undefined) return;
     if (!state || state.el !== el) state = freshState(el, m.ranks);
     var row = [state.count, m.predicted_bytes / KIB, m.ranks[0].logical_bytes / KIB];
-    m.ranks.forEach(function (r) { row.push(r.wire_bytes / KIB); });
+    var wire = m.ranks.map(function (r) { return r.wire_bytes / KIB; });
+    if (state.grouped) {
+      var w = window.ShardLabAxes.spread(wire);
+      row.push(w[0], w[2]);
+    } else {
+      row = row.concat(wire);
+    }
     state.count += 1;
     row.forEach(function (v, i) { if (state.data[i]) state.data[i].push(v); });
     state.plot.setData(state.data);

@@ -1,10 +1,11 @@
 // Charts of the DDP vs ZeRO demo, fed by `measurement` server-sent events (JSON in
 // e.detail.data, one per strategy step): the loss curve of each strategy (they should lie on
 // top of each other) and, per strategy and rank, the bytes of parameters, gradients and
-// optimizer state after the latest step, as bars.
+// optimizer state after the latest step, as one stacked bar per rank.
 (function () {
   "use strict";
   var NAMES = { ddp: "DDP", zero1: "ZeRO-1", zero2: "ZeRO-2", zero3: "ZeRO-3" };
+  var SHORT = { ddp: "DDP", zero1: "Z1", zero2: "Z2", zero3: "Z3" };  // where the names do not fit
   var COLORS = { ddp: "#2f5bd3", zero1: "#e0912f", zero2: "#7a4fc7", zero3: "#1f7a4d" };
   var KINDS = [["params", "parameters", "#2f5bd3"], ["grads", "gradients", "#e0912f"],
     ["optimizer", "optimizer states", "#7a4fc7"]];
@@ -27,34 +28,69 @@
     return { el: el, strategies: strategies, data: data, plot: new window.uPlot(opts, data, el) };
   }
 
+  // One stacked bar per rank (parameters, gradients, optimizer states), the ranks of each
+  // strategy side by side and the strategies apart. Labels stay readable at any rank count: the
+  // strategy's name once under its group, and rank numbers only as often as they fit.
   function memoryChart(el, strategies, ranks) {
-    var labels = {};
+    var n = ranks.length;
+    var gap = Math.max(1, Math.ceil(n / 6));
     var xs = [];
-    strategies.forEach(function (s, si) {
-      ranks.forEach(function (r, ri) {
-        var slot = (si * ranks.length + ri) * (KINDS.length + 1);
-        labels[slot + 1] = NAMES[s] + " r" + r;
-        KINDS.forEach(function (_k, ki) { xs.push(slot + ki); });
+    var centres = [];
+    strategies.forEach(function (_s, si) {
+      ranks.forEach(function (_r, ri) { xs.push(slot(si, ri, n, gap)); });
+      centres.push(slot(si, 0, n, gap) + (n - 1) / 2);
+    });
+    var raw = KINDS.map(function () { return xs.map(function () { return null; }); });
+    var bars = window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.85, 48] }) : undefined;
+    var words = window.ShardLabAxes.labels(el, { rank: "rank" });
+    var series = [{ label: words.rank, value: function (_u, v) {
+      return v === null ? "" : NAMES[strategies[Math.floor(v / (n + gap))]] + " · " + rankAt(v, n, gap);
+    } }];
+    // Drawn top of the stack first, so each later (lower) part covers the one before it.
+    KINDS.slice().reverse().forEach(function (k, i) {
+      var kind = KINDS.length - 1 - i;
+      series.push({ label: k[1] + " KiB", fill: k[2], stroke: k[2], paths: bars, points: { show: !bars },
+        value: function (_u, _v, _si, di) { return di === null || raw[kind][di] === null ? "–" : raw[kind][di].toFixed(2); } });
+    });
+    function rankTicks(u) {
+      var pxPerRank = u.bbox.width / (window.devicePixelRatio || 1) / Math.max(1, u.scales.x.max - u.scales.x.min);
+      var label = window.ShardLabAxes.textWidth(String(n - 1));
+      var step = window.ShardLabAxes.stride(pxPerRank, label, 10);
+      var out = [];
+      strategies.forEach(function (_s, si) {
+        for (var r = 0; r < n; r += step) out.push(slot(si, r, n, gap));
       });
-    });
-    var bars = window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.9] }) : undefined;
-    var series = [{ label: "strategy, rank" }];
-    KINDS.forEach(function (k) {
-      series.push({ label: k[1] + " KiB", fill: k[2], stroke: k[2], paths: bars, points: { show: !bars } });
-    });
-    var opts = { width: width(el), height: 240, series: series,
-      scales: { x: { time: false }, y: { range: function (_u, _min, max) { return [0, max * 1.05 || 1]; } } },
-      axes: [{ values: function (_u, vals) { return vals.map(function (v) { return labels[v] || ""; }); },
-        splits: function () { return Object.keys(labels).map(Number); } },
-      { label: "KiB per rank after the step", size: 70 }] };
+      return out;
+    }
+    function groupNames(u) {
+      var room = centres.length > 1 ? u.valToPos(centres[1], "x") - u.valToPos(centres[0], "x") : Infinity;
+      var widest = Math.max.apply(null, strategies.map(function (s) { return window.ShardLabAxes.textWidth(NAMES[s]); }));
+      var names = widest + 8 <= room ? NAMES : SHORT;
+      return strategies.map(function (s) { return names[s]; });
+    }
+    var opts = { width: width(el), height: 260, series: series, legend: { live: true },
+      scales: { x: { time: false, range: function () { return [-1, slot(strategies.length - 1, n - 1, n, gap) + 1]; } },
+        y: { range: function (_u, _min, max) { return [0, max * 1.05 || 1]; } } },
+      axes: [
+        { scale: "x", splits: rankTicks, values: function (_u, vals) { return vals.map(function (v) { return String(rankAt(v, n, gap)); }); },
+          grid: { show: false }, size: 28, gap: 4 },
+        { scale: "x", side: 2, splits: function () { return centres; }, grid: { show: false }, ticks: { show: false },
+          values: function (u) { return groupNames(u); }, size: 24, gap: 0 },
+        { label: "KiB per rank after the step", size: 70 },
+      ] };
     var data = [xs].concat(KINDS.map(function () { return xs.map(function () { return null; }); }));
-    return { el: el, strategies: strategies, ranks: ranks, data: data, plot: new window.uPlot(opts, data, el) };
+    var plot = new window.uPlot(opts, data, el);
+    el.uplot = plot;
+    return { el: el, strategies: strategies, n: n, gap: gap, raw: raw, data: data, plot: plot };
   }
+
+  function slot(si, ri, n, gap) { return si * (n + gap) + ri; }
+  function rankAt(x, n, gap) { return Math.round(x) % (n + gap); }
 
   document.addEventListener("measurement", function (e) {
     var lossEl = document.getElementById("zero-loss-chart");
     var memEl = document.getElementById("zero-memory-chart");
-    if (!lossEl || !memEl || !window.uPlot) return;
+    if (!lossEl || !memEl || !window.uPlot || !window.ShardLabAxes) return;
     var m = JSON.parse(e.detail.data);
     if (!m.strategies) return;
     var ranks = m.memory.map(function (r) { return r.rank; });
@@ -72,10 +108,16 @@
     loss.plot.setData(loss.data);
 
     m.memory.forEach(function (r, ri) {
-      var slot = (si * ranks.length + ri) * (KINDS.length + 1);
+      var at = memory.data[0].indexOf(slot(si, ri, memory.n, memory.gap));
+      var total = 0;
       KINDS.forEach(function (k, ki) {
-        var at = memory.data[0].indexOf(slot + ki);
-        memory.data[ki + 1][at] = r[k[0]] / KIB;
+        memory.raw[ki][at] = r[k[0]] / KIB;
+        total += r[k[0]] / KIB;
+      });
+      // The stack's series run top first: everything, then all but the optimizer states, ...
+      KINDS.forEach(function (_k, ki) {
+        memory.data[ki + 1][at] = total;
+        total -= memory.raw[KINDS.length - 1 - ki][at];
       });
     });
     memory.plot.setData(memory.data);

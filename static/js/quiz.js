@@ -1,5 +1,6 @@
 // Quiz pages: opening a hint marks the answer as hinted (FSRS then rates a right answer Hard),
-// and a mock interview's clock counts down, reloading the page when time is up.
+// a mock interview's clock counts down, reloading the page when time is up, and the keyboard
+// answers as Anki users expect (below).
 (function () {
   "use strict";
 
@@ -28,5 +29,108 @@
   document.addEventListener("DOMContentLoaded", function () {
     var clock = document.getElementById("mock-clock");
     if (clock) startClock(clock);
+  });
+
+  // Keyboard: 1-9 picks the option with that number (ticks or unticks one of several), Enter
+  // submits; Space reveals a flashcard's back, then 1-4 rates it Again, Hard, Good or Easy;
+  // once the result shows, Enter or Space goes to the next question. Bound once on the
+  // document, so it works on whatever htmx has swapped in. While the focus is in a text box
+  // the keys are the box's (Enter there submits the form, as it always does).
+  var TYPING = /^(text|number|search|email|password|tel|url|date|time)$/;
+
+  function isTyping(el) {
+    if (!el || !el.tagName) return false;
+    if (el.isContentEditable) return true;
+    var tag = el.tagName.toLowerCase();
+    if (tag === "textarea" || tag === "select") return true;
+    return tag === "input" && TYPING.test(el.type || "text");
+  }
+
+  // A control that acts on Enter or Space by itself: leave those keys to it.
+  function activatesItself(el) {
+    if (!el || !el.closest) return false;
+    return Boolean(el.closest("a[href], button, summary, input[type=submit]"));
+  }
+
+  function answerForm() {
+    var form = document.querySelector("#question form.answer-form");
+    return form && !form.inert ? form : null;
+  }
+
+  function nextLink() {
+    return document.querySelector("#quiz-result #next-question");
+  }
+
+  function submit(form) {
+    if (form.requestSubmit) form.requestSubmit();
+    else form.submit();
+  }
+
+  function pickOption(form, number) {
+    var inputs = form.querySelectorAll(".options input[type=radio], .options input[type=checkbox]");
+    var input = inputs[number - 1];
+    if (!input || input.disabled) return false;
+    input.checked = input.type === "checkbox" ? !input.checked : true;
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+
+  function rate(form, number) {
+    var reveal = form.querySelector("details.reveal");
+    if (!reveal || !reveal.open) return false;
+    var button = form.querySelector("button[name=rating][value='" + number + "']");
+    if (!button || button.disabled) return false;
+    button.click();
+    return true;
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.defaultPrevented || e.isComposing || e.repeat || e.ctrlKey || e.metaKey || e.altKey) return;
+    var target = e.target;
+    var space = e.key === " " || e.key === "Spacebar";
+
+    var next = nextLink();
+    if (next) {
+      if ((e.key === "Enter" || space) && (target === next || !activatesItself(target))) {
+        e.preventDefault();
+        window.location.assign(next.href);
+      }
+      return;
+    }
+
+    var form = answerForm();
+    if (!form) return;
+    if (form.classList.contains("htmx-request")) {
+      if (e.key === "Enter") e.preventDefault(); // the answer is on its way: not twice
+      return;
+    }
+    if (/^[1-9]$/.test(e.key)) {
+      if (isTyping(target)) return;
+      var number = Number(e.key);
+      if (form.querySelector("details.reveal") ? rate(form, number) : pickOption(form, number)) {
+        e.preventDefault();
+      }
+    } else if (space) {
+      var reveal = form.querySelector("details.reveal");
+      if (!reveal || reveal.open || isTyping(target) || activatesItself(target)) return;
+      e.preventDefault();
+      reveal.open = true;
+    } else if (e.key === "Enter") {
+      // In a text box, on a button or a link, Enter already does what it should.
+      if (isTyping(target) || activatesItself(target)) return;
+      if (form.querySelector("details.reveal")) return; // a flashcard is rated, not submitted
+      e.preventDefault();
+      submit(form);
+    }
+  });
+
+  // Once an answer's result is in, the answer form is done with: it cannot be sent twice,
+  // and the focus moves to the next question.
+  document.addEventListener("htmx:after:swap", function () {
+    var next = nextLink();
+    if (!next) return;
+    var form = document.querySelector("#question form.answer-form");
+    if (form) form.inert = true;
+    next.focus({ preventScroll: true });
   });
 })();

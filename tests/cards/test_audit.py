@@ -6,10 +6,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.cards.audit import numbers_in, audit_problems, evaluate, half_unit, prose_figures
+from app.cards.audit import audit_problems, evaluate, half_unit, numbers_in, prose_figures
 from app.cards.service import CardError, CardLibrary, _markdown, render_card
 from app.config import ROOT_DIR
 from app.quiz.bank import QuestionBank
@@ -180,3 +181,10 @@ def quiz_figures_unaccounted() -> list[tuple[str, str]]:
 
 def test_every_figure_in_a_quiz_item_is_one_its_card_accounts_for() -> None:
     assert quiz_figures_unaccounted() == []
+
+
+def test_a_card_page_says_when_its_figures_were_checked(client: TestClient) -> None:
+    card = client.app.state.cards.get("zero-stages")
+    page = client.get("/cards/zero-stages").text
+    assert 'id="fact-check"' in page and card.meta.checked.isoformat() in page
+    assert f"against {len(card.meta.sources)} sources" in page

@@ -11,10 +11,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-import yaml
 
 from app.calc.comm_volume import stage_params, step_calls, zero_elements
 from app.calc.communication_query import CommunicationQuery
+from tests.cards.card_text import example_blocks
 
 CARDS = Path(__file__).resolve().parents[2] / "content" / "cards"
 COMM_CARD = CARDS / "comm-volume-per-layer.md"
@@ -36,9 +36,6 @@ def _evaluate(coefficient: str, m: int) -> int:
     return eval(python, {"__builtins__": {}}, {"m": m})  # noqa: S307 - checked charset above
 
 
-def _examples(card: str) -> list[dict]:
-    return [yaml.safe_load(b) or {} for b in re.findall(r"```example communication\n(.*?)```",
-                                                       card, flags=re.DOTALL)]  # fmt: skip
 
 
 @pytest.mark.parametrize(("stage", "label"), [(1, "ZeRO-1"), (2, "ZeRO-2"), (3, "ZeRO-3")])
@@ -54,7 +51,7 @@ def test_comm_card_zero_rows_match_zero_elements(stage: int, label: str) -> None
 
 def test_comm_card_zero3_formula_matches_the_calculator_on_its_worked_example() -> None:
     card = COMM_CARD.read_text(encoding="utf-8")
-    zero3 = [e for e in _examples(card) if e.get("zero_stage") == 3]
+    zero3 = [e for e in example_blocks(card, "communication") if e.get("zero_stage") == 3]
     assert zero3, "the card's ZeRO-3 worked example is gone"
     query = CommunicationQuery.model_validate(zero3[0])
     layout = query.layout()

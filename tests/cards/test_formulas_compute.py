@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
-import yaml
 
 from app.calc.comm import Collective, ring_factor
 from app.calc.compute_query import ComputeQuery, compute_result
@@ -26,39 +24,22 @@ from app.calc.flops import (
 from app.calc.hardware import ACCELERATORS, peak_flops
 from app.calc.memory import MIXED_PRECISION_ADAM, model_states_per_gpu
 from app.calc.roofline import dot_product, elementwise, matmul
-
-CARDS = Path(__file__).resolve().parents[2] / "content" / "cards"
-
-
-def _card(name: str) -> str:
-    return (CARDS / f"{name}.md").read_text(encoding="utf-8")
-
-
-def _examples(card: str, kind: str) -> list[dict]:
-    blocks = re.findall(rf"```example {kind}\n(.*?)```", card, flags=re.DOTALL)
-    return [yaml.safe_load(b) or {} for b in blocks]
-
-
-def _find(card: str, pattern: str, what: str) -> re.Match[str]:
-    match = re.search(pattern, card)
-    assert match, f"the card no longer states {what}"
-    return match
-
+from tests.cards.card_text import card_text, example_blocks, statement_of
 
 # --- training-compute ---------------------------------------------------------------------
 
 
 def test_training_compute_megatron_equation_matches_the_calculator() -> None:
     """F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) as the card prints it, on GPT-3's shape."""
-    card = _card("training-compute")
-    eq = _find(
+    card = card_text("training-compute")
+    eq = statement_of(
         card,
         r"F = (\d+)\\,B\\,s\\,l\\,h\^2\\left\(1 \+ \\frac\{s\}\{(\d+)h\} \+ "
         r"\\frac\{V\}\{(\d+)\\,l\\,h\}\\right\)",
         "Megatron's equation (3)",
     )
     lead, attn, logit = (int(g) for g in eq.groups())
-    query = ComputeQuery.model_validate(_examples(card, "compute")[0])
+    query = ComputeQuery.model_validate(example_blocks(card, "compute")[0])
     layers, hidden, vocab, _ = query.shape()
     b, s = query.batch, query.seq_len
     stated = (
@@ -72,15 +53,15 @@ def test_training_compute_megatron_equation_matches_the_calculator() -> None:
     computed = megatron_flops_per_iteration(b, s, layers, hidden, vocab, recompute=True)
     assert stated == pytest.approx(computed, rel=1e-12)
     # "The 96 is 4 x 24": four passes of 24 B s h^2 per layer.
-    passes = _find(card, r"The (\d+) is \$(\d+) \\times (\d+)\$", "the 96 = 4 x 24 split")
+    passes = statement_of(card, r"The (\d+) is \$(\d+) \\times (\d+)\$", "the 96 = 4 x 24 split")
     assert int(passes.group(1)) == lead == int(passes.group(2)) * int(passes.group(3))
 
 
 def test_training_compute_per_token_counts_match_the_calculator() -> None:
     """6N training, 2N + 2N + 4N = 8N with full recompute, 2N inference; 6ND on the example."""
-    card = _card("training-compute")
-    assert _find(card, r"C \\approx (\d)ND", "C = 6ND").group(1) == "6"
-    recompute = _find(card, r"\$(\d)N \+ (\d)N \+ (\d)N = (\d)N\$", "the 8N recompute sum")
+    card = card_text("training-compute")
+    assert statement_of(card, r"C \\approx (\d)ND", "C = 6ND").group(1) == "6"
+    recompute = statement_of(card, r"\$(\d)N \+ (\d)N \+ (\d)N = (\d)N\$", "the 8N recompute sum")
     terms = [int(g) for g in recompute.groups()]
     assert sum(terms[:3]) == terms[3]
     n = 1.746e11
@@ -88,7 +69,7 @@ def test_training_compute_per_token_counts_match_the_calculator() -> None:
     assert flops_per_token(n, "training_recompute") == pytest.approx(terms[3] * n)
     assert flops_per_token(n, "inference") == pytest.approx(terms[0] * n)
 
-    example = _examples(card, "compute")[0]
+    example = example_blocks(card, "compute")[0]
     result = compute_result(ComputeQuery.model_validate(example))
     assert result["total_flops"] == pytest.approx(6 * result["params"] * float(example["tokens"]))
     # "within a fraction of a percent of the published 3.14e23" (Brown et al., Table D.1).
@@ -97,8 +78,8 @@ def test_training_compute_per_token_counts_match_the_calculator() -> None:
 
 def test_training_compute_kaplan_attention_term_matches_the_calculator() -> None:
     """C_forward = 2N + 2 n_layer n_ctx d_attn and the ratio n_ctx / (12 d_model)."""
-    card = _card("training-compute")
-    term = _find(
+    card = card_text("training-compute")
+    term = statement_of(
         card,
         r"C_\{\\text\{forward\}\} \\approx (\d)N \+ (\d)\\,n_\{\\text\{layer\}\}\\,"
         r"n_\{\\text\{ctx\}\}\\,d_\{\\text\{attn\}\}",
@@ -106,9 +87,11 @@ def test_training_compute_kaplan_attention_term_matches_the_calculator() -> None
     )
     weights, attn = (int(g) for g in term.groups())
     ratio = int(
-        _find(card, r"n_\{\\text\{ctx\}\}/\((\d+)\\,d_\{\\text\{model\}\}\)", "the ratio").group(1)
+        statement_of(
+            card, r"n_\{\\text\{ctx\}\}/\((\d+)\\,d_\{\\text\{model\}\}\)", "the ratio"
+        ).group(1)
     )
-    query = ComputeQuery.model_validate(_examples(card, "compute")[1])
+    query = ComputeQuery.model_validate(example_blocks(card, "compute")[1])
     layers, hidden, _, d_attn = query.shape()
     n = query.model_params()[0]
     computed = forward_flops_per_token(n, layers, query.seq_len, d_attn)
@@ -124,9 +107,11 @@ def test_training_compute_kaplan_attention_term_matches_the_calculator() -> None
 
 def test_training_time_formula_matches_the_calculator_on_the_gpt3_example() -> None:
     """T = C / (n P_peak U), and Narayanan's 8TP/(nX) lands near the same 34 days."""
-    card = _card("training-time-mfu")
-    _find(card, r"T = \\frac\{C\}\{n \\cdot P_\{\\text\{peak\}\} \\cdot U\}", "T = C/(n P U)")
-    example = next(e for e in _examples(card, "compute") if e.get("preset") == "gpt3-175b")
+    card = card_text("training-time-mfu")
+    statement_of(
+        card, r"T = \\frac\{C\}\{n \\cdot P_\{\\text\{peak\}\} \\cdot U\}", "T = C/(n P U)"
+    )
+    example = next(e for e in example_blocks(card, "compute") if e.get("preset") == "gpt3-175b")
     query = ComputeQuery.model_validate(example)
     result = compute_result(query)
     peak = peak_flops(ACCELERATORS[query.gpu], query.dtype)
@@ -141,15 +126,15 @@ def test_training_time_formula_matches_the_calculator_on_the_gpt3_example() -> N
 
 def test_mfu_and_hfu_formulas_match_the_calculator() -> None:
     """MFU = R 6N / (n P_peak); with full recompute HFU = 4/3 MFU, and 60% HFU is 45% MFU."""
-    card = _card("training-time-mfu")
-    _find(
+    card = card_text("training-time-mfu")
+    statement_of(
         card,
         r"\\text\{MFU\} = \\frac\{R \\cdot (\d)N\}\{n\\,P_\{\\text\{peak\}\}\}",
         "the MFU formula",
     )
-    ratio = _find(card, r"HFU \$=\\tfrac\{(\d)\}\{(\d)\}\$ MFU", "HFU = 4/3 MFU")
+    ratio = statement_of(card, r"HFU \$=\\tfrac\{(\d)\}\{(\d)\}\$ MFU", "HFU = 4/3 MFU")
     hfu_over_mfu = Fraction(int(ratio.group(1)), int(ratio.group(2)))
-    example = next(e for e in _examples(card, "compute") if e.get("preset") == "gpt3-175b")
+    example = next(e for e in example_blocks(card, "compute") if e.get("preset") == "gpt3-175b")
     query = ComputeQuery.model_validate({**example, "measured_tokens_per_s": 2.0e5})
     result = compute_result(query)
     n, peak = result["params"], result["peak_flops_per_gpu"]
@@ -159,7 +144,7 @@ def test_mfu_and_hfu_formulas_match_the_calculator() -> None:
         float(hfu_over_mfu)
     )
     assert result["utilization"] / result["mfu"] == pytest.approx(float(hfu_over_mfu))
-    follow_up = _find(card, r"(\d+)% HFU and (\d+)% MFU", "the 60% HFU / 45% MFU follow-up")
+    follow_up = statement_of(card, r"(\d+)% HFU and (\d+)% MFU", "the 60% HFU / 45% MFU follow-up")
     assert int(follow_up.group(1)) / float(hfu_over_mfu) == pytest.approx(int(follow_up.group(2)))
 
 
@@ -178,9 +163,11 @@ def _term(term: str, values: dict[str, int]) -> int:
 
 def test_roofline_matmul_intensity_matches_the_calculator() -> None:
     """I = 2BDF / (2BD + 2DF + 2BF) on the worked example's 256 x 8192 x 8192."""
-    card = _card("roofline")
-    formula = _find(card, r"I = \\frac\{(\w+)\}\{(\w+) \+ (\w+) \+ (\w+)\}", "the matmul intensity")
-    example = _examples(card, "roofline")[0]
+    card = card_text("roofline")
+    formula = statement_of(
+        card, r"I = \\frac\{(\w+)\}\{(\w+) \+ (\w+) \+ (\w+)\}", "the matmul intensity"
+    )
+    example = example_blocks(card, "roofline")[0]
     values = {"B": example["b"], "D": example["d"], "F": example["f"]}
     numerator, *denominator = formula.groups()
     stated = _term(numerator, values) / sum(_term(t, values) for t in denominator)
@@ -190,14 +177,14 @@ def test_roofline_matmul_intensity_matches_the_calculator() -> None:
 
 
 def test_roofline_dot_product_and_elementwise_intensities_match_the_calculator() -> None:
-    card = _card("roofline")
-    dot = _find(card, r"I = \((\d)N-(\d)\)/\((\d)N\+(\d)\)", "the dot-product intensity")
+    card = card_text("roofline")
+    dot = statement_of(card, r"I = \((\d)N-(\d)\)/\((\d)N\+(\d)\)", "the dot-product intensity")
     a, b, c, d = (int(g) for g in dot.groups())
     n = 4096
     assert dot_product(n, dtype_bytes=2).intensity == pytest.approx((a * n - b) / (c * n + d))
-    add = _find(card, r"\$(\d+)N\$ bytes \(two reads, one write\): \$I = 1/(\d+)\$", "1/6")
+    add = statement_of(card, r"\$(\d+)N\$ bytes \(two reads, one write\): \$I = 1/(\d+)\$", "1/6")
     assert int(add.group(1)) == int(add.group(2))
-    size = _examples(card, "roofline")[2]["n"]
+    size = example_blocks(card, "roofline")[2]["n"]
     assert elementwise(size, dtype_bytes=2).intensity == pytest.approx(1 / int(add.group(2)))
 
 
@@ -206,10 +193,14 @@ def test_roofline_dot_product_and_elementwise_intensities_match_the_calculator()
 
 def test_scaling_walls_model_state_bytes_match_the_calculator() -> None:
     """(2 + 2 + K) Psi with K = 12: 16 bytes per parameter, as the memory calculator keeps."""
-    card = _card("scaling-walls")
-    states = _find(card, r"\(2 \+ 2 \+ K\)\\Psi\$ bytes with \$K = (\d+)\$", "(2 + 2 + K) Psi")
+    card = card_text("scaling-walls")
+    states = statement_of(
+        card, r"\(2 \+ 2 \+ K\)\\Psi\$ bytes with \$K = (\d+)\$", "(2 + 2 + K) Psi"
+    )
     k = int(states.group(1))
-    per_param = int(_find(card, r"(\d+) bytes per parameter, before activations", "16 B").group(1))
+    per_param = int(
+        statement_of(card, r"(\d+) bytes per parameter, before activations", "16 B").group(1)
+    )
     assert 2 + 2 + k == per_param
     states = model_states_per_gpu(70e9, dp_degree=1, zero_stage=0)
     assert MIXED_PRECISION_ADAM.optimizer_bytes == k
@@ -222,7 +213,7 @@ def test_scaling_walls_model_state_bytes_match_the_calculator() -> None:
 @pytest.mark.parametrize("ranks", [2, 4, 8, 128])
 def test_step_time_ring_all_reduce_volume_matches_the_calculator(ranks: int) -> None:
     """Ring all-reduce sends 2 (p-1)/p n per rank."""
-    card = _card("step-time-profile")
-    formula = _find(card, r"sends \$(\d)\\frac\{p-1\}\{p\}n\$ per rank", "2 (p-1)/p n")
+    card = card_text("step-time-profile")
+    formula = statement_of(card, r"sends \$(\d)\\frac\{p-1\}\{p\}n\$ per rank", "2 (p-1)/p n")
     stated = int(formula.group(1)) * Fraction(ranks - 1, ranks)
     assert ring_factor(Collective.ALL_REDUCE, ranks) == stated

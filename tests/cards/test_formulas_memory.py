@@ -12,10 +12,8 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
-import yaml
 
 from app.calc.activations import ActivationSetup, layer_activations
 from app.calc.comm import Collective, ring_factor
@@ -25,17 +23,7 @@ from app.calc.inference import inference_memory, kv_bytes_per_token
 from app.calc.inference_query import InferenceQuery
 from app.calc.model import PRESETS, ModelConfig, count_params
 from app.calc.precision import BF16, FP16, FP32, FloatFormat, bytes_per_param, conventions
-
-CARDS = Path(__file__).resolve().parents[2] / "content" / "cards"
-
-
-def _card(name: str) -> str:
-    return (CARDS / f"{name}.md").read_text(encoding="utf-8")
-
-
-def _examples(card: str, kind: str) -> list[dict]:
-    blocks = re.findall(rf"```example {kind}\n(.*?)```", card, flags=re.DOTALL)
-    return [yaml.safe_load(b) or {} for b in blocks]
+from tests.cards.card_text import card_text, example_blocks
 
 
 def _sum(cell: str) -> int:
@@ -63,7 +51,7 @@ def _adam_row(card: str, label: str) -> list[str]:
     ],
 )
 def test_adam_table_rows_match_bytes_per_param(label: str, recipe: str) -> None:
-    weights, grads, master, moments, total, *_ = _adam_row(_card("adam-bytes-per-parameter"),
+    weights, grads, master, moments, total, *_ = _adam_row(card_text("adam-bytes-per-parameter"),
                                                            label)  # fmt: skip
     calc = bytes_per_param(recipe, "adam")
     assert (_sum(weights), _sum(grads), _sum(master), _sum(moments)) == (
@@ -78,7 +66,7 @@ def test_adam_table_rows_match_bytes_per_param(label: str, recipe: str) -> None:
 
 def test_adam_deepspeed_row_is_the_calculators_estimator_convention() -> None:
     weights, grads, master, moments, total, *_ = _adam_row(
-        _card("adam-bytes-per-parameter"), "DeepSpeed ZeRO-2 estimator"
+        card_text("adam-bytes-per-parameter"), "DeepSpeed ZeRO-2 estimator"
     )
     shown = re.fullmatch(r"\*\*(\d+)\*\* \(\$(\d+) \+ (\d+)/N\$\)", total)
     assert shown, f"unexpected total cell {total!r}"
@@ -90,7 +78,7 @@ def test_adam_deepspeed_row_is_the_calculators_estimator_convention() -> None:
 
 
 def test_adam_worked_examples_ratios() -> None:
-    card = _card("adam-bytes-per-parameter")
+    card = card_text("adam-bytes-per-parameter")
     assert "The gradient row is twice the weight row" in card
     megatron = bytes_per_param("mixed_bf16_fp32_grads", "adam")
     assert megatron.grads == 2 * megatron.weights
@@ -119,14 +107,14 @@ def _layer_formula(card: str) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", ["memory-anatomy", "activation-checkpointing"])
 def test_per_layer_activation_formula_matches_the_calculator(name: str) -> None:
-    linear, scores = _layer_formula(_card(name))
+    linear, scores = _layer_formula(card_text(name))
     layer = layer_activations(GPT3, ActivationSetup(seq_len=S, micro_batch=B))
     assert layer.total == S * B * H * (linear + scores * A * S / H)
     assert layer.attention_scores == scores * A * S * S * B
 
 
 def test_memory_anatomy_names_the_three_score_tensors() -> None:
-    card = _card("memory-anatomy")
+    card = card_text("memory-anatomy")
     tensor = r"\(\$(\d*)as\^2b\$\)"
     parts = re.search(rf"the softmax output {tensor}, its dropout mask {tensor} and the dropout "
                       rf"output {tensor}", card)  # fmt: skip
@@ -141,7 +129,7 @@ def test_memory_anatomy_names_the_three_score_tensors() -> None:
 
 
 def test_activation_checkpointing_table_rows() -> None:
-    card = _card("activation-checkpointing")
+    card = card_text("activation-checkpointing")
     selective = re.search(r"^\| Selective [^|]*\| \$(\d+)\\,sbh/t\$ \|", card, flags=re.MULTILINE)
     full = re.search(r"^\| Full [^|]*\| \$(\d+)sbh\$ \|", card, flags=re.MULTILINE)
     assert selective and full
@@ -154,7 +142,7 @@ def test_activation_checkpointing_table_rows() -> None:
 
 
 def test_activation_checkpointing_flops_factors() -> None:
-    card = _card("activation-checkpointing")
+    card = card_text("activation-checkpointing")
     per_token = re.search(r"from \$(\d+)N\$ to \$(\d+)N\$ FLOPs", card)
     megatron = re.search(
         r"\$(\d+)Bslh\^2\(\\ldots\)\$ instead of \$(\d+)Bslh\^2\(\\ldots\)\$", card
@@ -186,7 +174,7 @@ def _format_row(card: str, name: str) -> list[str]:
 
 @pytest.mark.parametrize(("name", "fmt"), [("FP32", FP32), ("BF16", BF16), ("FP16", FP16)])
 def test_mixed_precision_format_table(name: str, fmt: FloatFormat) -> None:
-    layout, largest, normal, epsilon = _format_row(_card("mixed-precision"), name)
+    layout, largest, normal, epsilon = _format_row(card_text("mixed-precision"), name)
     sign, exponent, mantissa = (int(x) for x in layout.split(" / "))
     assert (sign, exponent, mantissa) == (1, fmt.exponent_bits, fmt.fraction_bits)
     value = re.search(r"(\d+(?:\.\d+)?)(?: \\times 10\^\{(\d+)\})?", largest)
@@ -199,7 +187,7 @@ def test_mixed_precision_format_table(name: str, fmt: FloatFormat) -> None:
 
 
 def test_mixed_precision_model_state_sum() -> None:
-    card = _card("mixed-precision")
+    card = card_text("mixed-precision")
     found = re.search(r"\$(\d)\+(\d)\+(\d) = (\d)\+(\d)\+(\d)\+(\d) = (\d+)\$ bytes per parameter",
                       card)  # fmt: skip
     assert found
@@ -214,7 +202,7 @@ def test_mixed_precision_model_state_sum() -> None:
 
 
 def test_fp8_table_against_float_format() -> None:
-    card = _card("fp8-training")
+    card = card_text("fp8-training")
 
     def row(label: str) -> list[str]:
         found = re.search(rf"^\| {label} \|(.*)\|$", card, flags=re.MULTILINE)
@@ -268,7 +256,7 @@ def _psi_polynomial(text: str, m: int) -> int:
     ],
 )
 def test_gradient_accumulation_table_matches_zero_elements(scheme: str, stage: int) -> None:
-    card = _card("gradient-accumulation")
+    card = card_text("gradient-accumulation")
     coefficient = _ga_coefficient(card, scheme)
     psi = 8.03e9  # Llama 3 8B, the worked example; N_d = 8, M = 8 micro-batches
     for m in (1, 8):
@@ -278,7 +266,7 @@ def test_gradient_accumulation_table_matches_zero_elements(scheme: str, stage: i
 
 
 def test_gradient_accumulation_without_no_sync_multiplies_ddp_traffic() -> None:
-    coefficient = _ga_coefficient(_card("gradient-accumulation"), "DDP without `no_sync`")
+    coefficient = _ga_coefficient(card_text("gradient-accumulation"), "DDP without `no_sync`")
     psi, n, m = 8.03e9, 8, 8
     stated = _psi_polynomial(coefficient, m) * Fraction(n - 1, n) * Fraction(psi)
     assert float(stated) == pytest.approx(m * ddp_elements(psi, n), rel=1e-12)
@@ -288,10 +276,10 @@ def test_gradient_accumulation_without_no_sync_multiplies_ddp_traffic() -> None:
 
 
 def test_dp_vs_ddp_ring_factor() -> None:
-    card = _card("dp-vs-ddp")
+    card = card_text("dp-vs-ddp")
     found = re.search(r"the ring factor \$(\d+)\(N-1\)/N\$", card)
     assert found
-    example = _examples(card, "communication")[0]
+    example = example_blocks(card, "communication")[0]
     for n in (2, example["dp"], 64):
         assert ring_factor(Collective.ALL_REDUCE, n) == int(found.group(1)) * Fraction(n - 1, n)
 
@@ -318,7 +306,7 @@ def _evaluate_kv(formula: str, layers: int, kv_heads: int, head_dim: int, b_kv: 
 
 
 def test_kv_formula_on_llama2_70b() -> None:
-    card = _card("inference-kv-cache")
+    card = card_text("inference-kv-cache")
     shape = re.search(r"\$a = (\d+)\$ query heads and \$k = (\d+)\$ KV heads, \$L = (\d+)\$ "
                       r"and \$d = (\d+)\$", card)  # fmt: skip
     assert shape
@@ -332,17 +320,17 @@ def test_kv_formula_on_llama2_70b() -> None:
 
 
 def test_kv_formula_gives_pagedattentions_800_kb_for_opt_13b() -> None:
-    card = _card("inference-kv-cache")
+    card = card_text("inference-kv-cache")
     assert "800 KB per token for OPT-13B" in card
     # OPT-13B: 40 layers, hidden 5120 = 40 heads of 128, MHA, fp16 (arXiv:2309.06180 §3)
     assert _evaluate_kv(_kv_formula(card), 40, 40, 128, 2) == 800 * 1024
 
 
 def test_kv_batch_bound_matches_the_calculators_largest_batch() -> None:
-    card = _card("inference-kv-cache")
+    card = card_text("inference-kv-cache")
     assert re.search(r"b \\cdot s \\le \\frac\{u \\cdot M_\\text\{GPU\} - \\Psi B_w/t - O\}"
                      r"\{2 L k_\\text\{GPU\} d B_\{kv\}\}", card)  # fmt: skip
-    query = InferenceQuery.model_validate(_examples(card, "inference-memory")[0])
+    query = InferenceQuery.model_validate(example_blocks(card, "inference-memory")[0])
     setup = query.setup()
     cfg = setup.model
     k_gpu = max(1, cfg.kv_heads // setup.tp)

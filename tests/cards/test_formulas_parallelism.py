@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 
 from app.calc.activations import ActivationSetup, layer_activations
 from app.calc.bandwidth import busbw_bytes_per_s
@@ -33,8 +31,7 @@ from app.calc.links import LINKS, alpha_beta_time
 from app.calc.memory import MIXED_PRECISION_ADAM, model_states_per_gpu
 from app.calc.model import PRESETS, ModelConfig, count_params
 from app.calc.pipeline import PipelineSetup, closed_form, simulate
-
-CARDS = Path(__file__).resolve().parents[2] / "content" / "cards"
+from tests.cards.card_text import card_text, example_blocks
 
 # Multi-letter symbols the cards use, and the Python names they become.
 SYMBOLS = {
@@ -47,15 +44,6 @@ SYMBOLS = {
     r"T_B": "TB",
     r"T_W": "TW",
 }
-
-
-def card(name: str) -> str:
-    return (CARDS / f"{name}.md").read_text(encoding="utf-8")
-
-
-def examples(text: str, kind: str) -> list[dict]:
-    blocks = re.findall(rf"```example {kind}\n(.*?)```", text, flags=re.DOTALL)
-    return [yaml.safe_load(b) or {} for b in blocks]
 
 
 def to_python(latex: str) -> str:
@@ -95,7 +83,7 @@ def test_the_latex_reader_reads_the_cards_notation() -> None:
 
 
 def _bubble_formulas() -> tuple[str, str, str]:
-    text = card("pipeline-bubble")
+    text = card_text("pipeline-bubble")
     ideal = re.search(r"\\frac\{t_\{pb\}\}\{t_\{\\text\{ideal\}\}\} = (\\frac\{[^{}]*\}\{[^{}]*\})",
                       text)  # fmt: skip
     step = re.search(r"\\frac\{t_\{pb\}\}\{t_\{\\text\{step\}\}\} = (\\frac\{[^{}]*\}\{[^{}]*\})",
@@ -105,7 +93,7 @@ def _bubble_formulas() -> tuple[str, str, str]:
     return ideal.group(1), step.group(1), interleaved.group(1)
 
 
-@pytest.mark.parametrize("example", examples(card("pipeline-bubble"), "pipeline"))
+@pytest.mark.parametrize("example", example_blocks(card_text("pipeline-bubble"), "pipeline"))
 def test_pipeline_bubble_ratios_match_the_simulation(example: dict) -> None:
     ideal, step, interleaved = _bubble_formulas()
     p, m = example["pp"], example["microbatches"]
@@ -129,11 +117,11 @@ def test_pipeline_bubble_ratios_match_the_simulation(example: dict) -> None:
 
 
 def test_zb_h1_bubble_formula_matches_the_simulation_on_the_worked_examples() -> None:
-    text = card("zero-bubble-schedules")
+    text = card_text("zero-bubble-schedules")
     zb = re.search(r"The bubble becomes \$(\(p-1\)\([^$]*\))\$", text)
     one_f_one_b = re.search(r"1F1B's bubble is \$(\(p-1\)\([^$]*\))\$", text)
     assert zb and one_f_one_b, "the zero-bubble card's bubble formulas are gone"
-    for example in examples(text, "pipeline"):
+    for example in example_blocks(text, "pipeline"):
         p, m = example["pp"], example["microbatches"]
         times = {"TF": example.get("t_f", 1.0), "TB": example.get("t_b", 1.0),
                  "TW": example.get("t_w", 1.0)}  # fmt: skip
@@ -169,11 +157,11 @@ def _elements(layout: CommLayout, strategy: str) -> float:
 
 
 def test_tp_volume_formula_matches_the_calculator_on_the_worked_example() -> None:
-    text = card("tensor-parallel")
+    text = card_text("tensor-parallel")
     formula = re.search(r"V_\{TP\} = (.*?)\\ \\text\{elements per layer per micro-batch\}",
                         text, flags=re.DOTALL)  # fmt: skip
     assert formula, "the tensor-parallel card's V_TP formula is gone"
-    example = examples(text, "communication")[0]
+    example = example_blocks(text, "communication")[0]
     layout = _query(example).layout()
     b, s, h, t = layout.micro_batch, layout.seq_len, layout.model.hidden, layout.tp
     per_layer = evaluate(formula.group(1), b=b, s=s, h=h, t=t)
@@ -185,10 +173,10 @@ def test_tp_volume_formula_matches_the_calculator_on_the_worked_example() -> Non
 
 
 def test_sequence_parallel_keeps_tps_volume() -> None:
-    text = card("sequence-parallel")
+    text = card_text("sequence-parallel")
     total = re.search(r"so the total is \$(.*?)bsh\$, exactly TP's", text)
     assert total, "the sequence-parallel card's volume statement is gone"
-    example = examples(text, "communication")[0]
+    example = example_blocks(text, "communication")[0]
     with_sp = _query(example).layout()
     without = _query({**example, "sequence_parallel": False}).layout()
     layers_m = with_sp.layers_in_stage * with_sp.microbatches
@@ -204,7 +192,7 @@ GPT3 = ModelConfig(layers=96, hidden=12288, heads=96, kv_heads=96, ffn_hidden=4 
 
 
 def test_sequence_parallel_activation_formulas_match_the_activation_calculator() -> None:
-    text = card("sequence-parallel")
+    text = card_text("sequence-parallel")
     move = re.search(r"goes from \$(sbh\([^$]*\))\$ to \$(sbh\([^$]*\))\$", text)
     whole = re.search(r"a GPT layer saves for the backward pass: \$(sbh\([^$]*\))\$ bytes", text)
     assert move and whole, "the sequence-parallel card's activation formulas are gone"
@@ -223,12 +211,12 @@ def test_sequence_parallel_activation_formulas_match_the_activation_calculator()
 
 
 def test_cp_ring_volume_matches_the_calculator_on_the_worked_example() -> None:
-    text = card("context-parallel")
+    text = card_text("context-parallel")
     passes = re.search(r"Per layer per micro-batch that is (\w+) ring passes of \$\(c-1\)\$ blocks "
                        r"of size \$(.*?)\$", text)  # fmt: skip
     assert passes, "the context-parallel card's ring-pass formula is gone"
     count = {"two": 2, "three": 3, "four": 4}[passes.group(1)]
-    example = examples(text, "communication")[0]
+    example = example_blocks(text, "communication")[0]
     layout = _query(example).layout()
     c, b, s = layout.cp, layout.micro_batch, layout.seq_len
     block = evaluate(passes.group(2).replace(r"\frac{s}{c}", "(s/c)"), b=b, s=s, c=c,
@@ -242,12 +230,12 @@ def test_cp_ring_volume_matches_the_calculator_on_the_worked_example() -> None:
 
 
 def test_ep_all_to_all_volume_matches_the_calculator_on_the_worked_example() -> None:
-    text = card("expert-parallel")
+    text = card_text("expert-parallel")
     stated = re.search(r"each GPU sends about \$(.*?)\$ values in each of the (\w+) all-to-alls, "
                        r"of which \$(\\frac\{e-1\}\{e\})\$ leave", text)  # fmt: skip
     assert stated, "the expert-parallel card's all-to-all volume is gone"
     count = {"two": 2, "four": 4}[stated.group(2)]
-    example = examples(text, "communication")[0]
+    example = example_blocks(text, "communication")[0]
     layout = _query(example).layout()
     cfg, e = layout.model, layout.ep
     ntok = layout.micro_batch * layout.seq_len  # tp 1, no SP split
@@ -276,8 +264,8 @@ def _values(layout: CommLayout) -> dict[str, float]:
 
 
 def test_comm_card_tp_and_pp_rows_match_the_default_layout() -> None:
-    text = card("comm-volume-per-layer")
-    layout = _query(examples(text, "communication")[0]).layout()  # SP on, as the default is
+    text = card_text("comm-volume-per-layer")
+    layout = _query(example_blocks(text, "communication")[0]).layout()  # SP on, as the default is
     values = _values(layout)
     assert _elements(layout, "tp") == pytest.approx(evaluate(_row(text, "TP"), **values), rel=1e-12)
     assert _elements(layout, "pp") == pytest.approx(evaluate(_row(text, "PP"), **values), rel=1e-12)
@@ -287,18 +275,18 @@ def test_comm_card_tp_and_pp_rows_match_the_default_layout() -> None:
 
 
 def test_comm_card_ep_and_cp_rows_match_those_cards_worked_examples() -> None:
-    text = card("comm-volume-per-layer")
-    ep_layout = _query(examples(card("expert-parallel"), "communication")[0]).layout()
+    text = card_text("comm-volume-per-layer")
+    ep_layout = _query(example_blocks(card_text("expert-parallel"), "communication")[0]).layout()
     values = _values(ep_layout) | {"ntok": ep_layout.micro_batch * ep_layout.seq_len}
     assert _elements(ep_layout, "ep") == pytest.approx(evaluate(_row(text, "EP"), **values),
                                                        rel=1e-12)  # fmt: skip
-    cp_layout = _query(examples(card("context-parallel"), "communication")[0]).layout()
+    cp_layout = _query(example_blocks(card_text("context-parallel"), "communication")[0]).layout()
     assert _elements(cp_layout, "cp") == pytest.approx(
         evaluate(_row(text, "CP"), **_values(cp_layout)), rel=1e-12)  # fmt: skip
 
 
 def test_comm_card_dp_per_layer_count() -> None:
-    text = card("comm-volume-per-layer")
+    text = card_text("comm-volume-per-layer")
     stated = re.search(
         r"about \$(\d+)h\^2\$ parameters \(\$(\d+)h\^2\$ attention, \$(\d+)h\^2\$ MLP\), "
         r"so DDP moves about \$2 \\cdot \1h\^2 = (\d+)h\^2\$",
@@ -318,13 +306,13 @@ def test_comm_card_dp_per_layer_count() -> None:
 
 
 def test_ring_cost_model_matches_the_alpha_beta_calculator() -> None:
-    text = card("ring-all-reduce")
+    text = card_text("ring-all-reduce")
     model = re.search(r"T_\{\\text\{ring\}\} \\approx (.*?)\\;\+\\; (.*?)\n", text)
     assert model, "the ring-all-reduce card's cost model is gone"
     latency = model.group(1).replace(r"\alpha", "alpha")
     bandwidth = model.group(2).replace(r"\frac{S}{B}", "(S/B)")
     psi = count_params(PRESETS["llama3-8b"]).total
-    for example in examples(text, "communication"):
+    for example in example_blocks(text, "communication"):
         n = example["dp"]
         link = LINKS[example.get("dp_link", "ib-ndr")]
         size = 2 * psi  # bf16 gradients, bytes
@@ -338,7 +326,7 @@ def test_ring_cost_model_matches_the_alpha_beta_calculator() -> None:
 
 
 def test_busbw_factors_match_the_bandwidth_calculator() -> None:
-    text = card("ring-all-reduce")
+    text = card_text("ring-all-reduce")
     line = re.search(r"\*\*busbw\*\* \$=\$ algbw \$\\times\\, (.*?)\$ for all-reduce\. For "
                      r"reduce-scatter and all-gather alone the factor is \$(.*?)\$, and for "
                      r"broadcast it is (\d+)\.", text)  # fmt: skip
@@ -359,11 +347,11 @@ def test_busbw_factors_match_the_bandwidth_calculator() -> None:
 
 
 def test_overlap_bounds_match_the_communication_calculator() -> None:
-    text = card("compute-comm-overlap")
+    text = card_text("compute-comm-overlap")
     bounds = re.search(r"\$\$\\max\(T_c, T_m\) \\;\\le\\; T_\{\\text\{step\}\} \\;\\le\\; "
                        r"T_c \+ T_m\$\$", text)  # fmt: skip
     assert bounds, "the compute-comm-overlap card's bounds are gone"
-    for example in examples(text, "communication"):
+    for example in example_blocks(text, "communication"):
         result = communication_result(_query(example))
         t_c, t_m = result["compute_s"], result["comm_s"]
         assert result["step_s_perfect_overlap"] == max(t_c, t_m)
@@ -376,7 +364,7 @@ def test_overlap_bounds_match_the_communication_calculator() -> None:
 
 
 def test_model_state_bytes_per_parameter_match_the_memory_calculator() -> None:
-    text = card("choosing-a-parallel-layout")
+    text = card_text("choosing-a-parallel-layout")
     stated = re.search(r"about \$(\d+)\\Psi/\(t\\,p\)\$ bytes with mixed-precision Adam and no "
                        r"ZeRO \((\d+) \+ (\d+) \+ (\d+) bytes per parameter", text)  # fmt: skip
     assert stated, "the layout card's model-state line is gone"
@@ -397,10 +385,10 @@ def test_model_state_bytes_per_parameter_match_the_memory_calculator() -> None:
 
 
 def test_3d_dp_traffic_is_about_twice_the_gpus_parameter_share() -> None:
-    text = card("3d-parallelism")
+    text = card_text("3d-parallelism")
     assert re.search(r"\*\*DP\*\* moves parameters, \$\\approx 2\\Psi/\(t p\)\$ per GPU per step",
                      text), "the 3D card's DP volume is gone"  # fmt: skip
-    example = examples(text, "communication")[0]
+    example = example_blocks(text, "communication")[0]
     layout = _query(example).layout()
     dense, expert = stage_params(layout)
     assert expert == 0

@@ -10,43 +10,29 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 
 from app.calc.failures import LLAMA3_405B, LLAMA3_405B_TABLE5, job_mtbf
 from app.calc.failures_query import FailuresQuery, failures_result
 from app.calc.pipeline import PipelineSetup, closed_form, simulate
-
-CARDS = Path(__file__).resolve().parents[2] / "content" / "cards"
-
-
-def _card(card_id: str) -> str:
-    return (CARDS / f"{card_id}.md").read_text(encoding="utf-8")
+from tests.cards.card_text import card_text, example_blocks, statement_of
 
 
-def _examples(card: str, kind: str) -> list[dict]:
-    return [yaml.safe_load(b) or {} for b in re.findall(rf"```example {kind}\n(.*?)```", card,
-                                                       flags=re.DOTALL)]  # fmt: skip
-
-
-def _search(pattern: str, text: str, what: str) -> re.Match[str]:
-    found = re.search(pattern, text, flags=re.MULTILINE)
-    assert found, f"the card no longer states {what}"
-    return found
+def _stated_ml(pattern: str, text: str, what: str) -> re.Match[str]:
+    return statement_of(text, pattern, what, re.MULTILINE)
 
 
 # --- fault-tolerance -------------------------------------------------------------------------
 
 
 def test_fault_tolerance_young_interval_and_waste_match_the_calculator() -> None:
-    card = _card("fault-tolerance")
+    card = card_text("fault-tolerance")
     # Young's interval, tau* = sqrt(k C M), and the waste C/tau + (tau/d + R)/M, as typed.
-    k = int(_search(r"\\tau\^\* = \\sqrt\{(\d+)CM\}", card, "Young's tau* = sqrt(2CM)").group(1))
-    d = int(_search(r"\\frac\{C\}\{\\tau\} \+ \\frac\{\\tau/(\d+) \+ R\}\{M\}", card,
+    k = int(_stated_ml(r"\\tau\^\* = \\sqrt\{(\d+)CM\}", card, "Young's tau* = sqrt(2CM)").group(1))
+    d = int(_stated_ml(r"\\frac\{C\}\{\\tau\} \+ \\frac\{\\tau/(\d+) \+ R\}\{M\}", card,
                     "the waste C/tau + (tau/2 + R)/M").group(1))  # fmt: skip
-    example = _examples(card, "failures")[0]  # the Llama 3-scale job
+    example = example_blocks(card, "failures")[0]  # the Llama 3-scale job
     query = FailuresQuery.model_validate(example)
     result = failures_result(query)
     c, r, m = result["checkpoint_s"], result["restart_s"], result["job_mtbf_s"]
@@ -61,11 +47,13 @@ def test_fault_tolerance_young_interval_and_waste_match_the_calculator() -> None
 
 
 def test_fault_tolerance_window_probability_and_the_dlrover_figure() -> None:
-    card = _card("fault-tolerance")
-    _search(r"p = 1 - e\^\{-w/M_u\}", card, "p = 1 - e^{-w/M_u}")
-    exponent = _search(r"P = 1 - \(1-p\)\^(\w)", card, "P = 1 - (1-p)^n").group(1)
+    card = card_text("fault-tolerance")
+    _stated_ml(r"p = 1 - e\^\{-w/M_u\}", card, "p = 1 - e^{-w/M_u}")
+    exponent = _stated_ml(r"P = 1 - \(1-p\)\^(\w)", card, "P = 1 - (1-p)^n").group(1)
     assert exponent == "n"
-    ant = next(e for e in _examples(card, "failures") if e.get("rate_kind") == "per_unit_per_month")
+    ant = next(
+        e for e in example_blocks(card, "failures") if e.get("rate_kind") == "per_unit_per_month"
+    )
     query = FailuresQuery.model_validate(ant)
     result = failures_result(query)
     p = 1 - math.exp(-result["window_s"] / result["unit_mtbf_s"])
@@ -73,10 +61,12 @@ def test_fault_tolerance_window_probability_and_the_dlrover_figure() -> None:
     job = 1 - (1 - p) ** query.units
     assert result["job_window_probability"] == pytest.approx(job, rel=1e-9)
     # The card quotes DLRover's 93% and per-card 0.27% a day; both must agree with the model.
-    stated = int(_search(r"within a day at (\d+)%", card, "DLRover's chance within a day").group(1))
+    stated = int(
+        _stated_ml(r"within a day at (\d+)%", card, "DLRover's chance within a day").group(1)
+    )
     assert round(100 * job) == stated
     per_day = float(
-        _search(r"about ([\d.]+)% per card per day", card, "the per-card rate").group(1)
+        _stated_ml(r"about ([\d.]+)% per card per day", card, "the per-card rate").group(1)
     )
     assert round(100 * p, 2) == pytest.approx(per_day, abs=0.005)
     assert job < 0.99  # likely, not "almost certain": the correction this card makes
@@ -86,9 +76,9 @@ def test_fault_tolerance_window_probability_and_the_dlrover_figure() -> None:
 
 
 def test_elastic_mtbf_falls_as_one_over_n_between_the_two_examples() -> None:
-    card = _card("elastic-training")
-    small, large = (FailuresQuery.model_validate(e) for e in _examples(card, "failures"))
-    fold = int(_search(r"job MTBF drops (\d+)-fold", card, "the MTBF ratio").group(1))
+    card = card_text("elastic-training")
+    small, large = (FailuresQuery.model_validate(e) for e in example_blocks(card, "failures"))
+    fold = int(_stated_ml(r"job MTBF drops (\d+)-fold", card, "the MTBF ratio").group(1))
     ratio = failures_result(small)["job_mtbf_s"] / failures_result(large)["job_mtbf_s"]
     assert ratio == pytest.approx(large.units / small.units, rel=1e-12)
     assert ratio == pytest.approx(fold, rel=1e-12)
@@ -99,10 +89,10 @@ def test_elastic_mtbf_falls_as_one_over_n_between_the_two_examples() -> None:
 
 
 def test_faulty_nodes_table5_arithmetic_matches_the_calculators_table() -> None:
-    card = _card("faulty-nodes-and-hangs")
+    card = card_text("faulty-nodes-and-hangs")
     total = LLAMA3_405B.interruptions
     assert sum(row[2] for row in LLAMA3_405B_TABLE5) == total
-    count, denominator, percent = _search(r"\$(\d+)/(\d+) = ([\d.]+)\\%\$", card,
+    count, denominator, percent = _stated_ml(r"\$(\d+)/(\d+) = ([\d.]+)\\%\$", card,
                                           "148/419 = 35.3%").groups()  # fmt: skip
     faulty_gpu = next(row for row in LLAMA3_405B_TABLE5 if row[0] == "Faulty GPU")
     assert (int(count), int(denominator)) == (faulty_gpu[2], total)
@@ -119,12 +109,12 @@ def test_faulty_nodes_table5_arithmetic_matches_the_calculators_table() -> None:
 
 
 def _myth_row(card: str, number: int) -> str:
-    return _search(rf"^\| {number} \|.*$", card, f"myth {number}").group(0)
+    return _stated_ml(rf"^\| {number} \|.*$", card, f"myth {number}").group(0)
 
 
 @pytest.mark.parametrize(("p", "m"), [(4, 8), (8, 32), (16, 16)])
 def test_common_myths_bubble_over_ideal_matches_the_pipeline_simulation(p: int, m: int) -> None:
-    row = _myth_row(_card("common-myths"), 8)
+    row = _myth_row(card_text("common-myths"), 8)
     assert "$(p-1)/m$ of the ideal compute time" in row
     assert "$(p-1)/(m+p-1)$" in row
     for schedule in ("gpipe", "1f1b"):
@@ -134,7 +124,7 @@ def test_common_myths_bubble_over_ideal_matches_the_pipeline_simulation(p: int, 
 
 
 def test_common_myths_zb_h1_cuts_the_bubble_to_a_third() -> None:
-    row = _myth_row(_card("common-myths"), 8)
+    row = _myth_row(card_text("common-myths"), 8)
     assert "ZB-H1 cuts the bubble to about a third" in row
     assert "ZB-H2 brings it near zero" in row  # not ZB-H1: the translators' correction
     p, m = 4, 8

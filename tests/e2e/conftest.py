@@ -7,17 +7,14 @@ demo worker, exactly as `scripts/serve` does.
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from app.config import Settings
 from app.main import create_app
-from tests.utils import free_port, make_settings
+from tests.utils import free_port, make_settings, serving
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Root in CI needs --no-sandbox; the network flags stop chromium phoning home from a box
@@ -52,26 +49,8 @@ def live_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def live_server(live_settings: Settings) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(live_settings),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serving(create_app(live_settings), timeout_graceful_shutdown=2) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -26,4 +26,8 @@ def test_checkpointing_runs_from_the_page_and_ends_with_the_comparison(page: Pag
     expect(summary.first.locator(".peak")).to_have_text("335,880")  # 294,912 + 64 * 160 * 4 + 8
     expect(page.locator("#summary-table .ok", has_text="= prediction")).to_have_count(6)
     expect(page.locator("#demo-status")).to_have_text("Finished.")
+    verdict = page.locator("#verdict-table")
+    expect(verdict.locator("tbody tr:not(.why)")).to_have_count(9)  # 3 x (saved, peak), 2 times
+    expect(verdict.locator("tr[data-status=equal]:not(.why)")).to_have_count(7)
+    expect(verdict.locator("[data-status=unexpected]")).to_have_count(0)
     expect(page.locator("#demo-chart canvas").first).to_be_visible()

@@ -25,4 +25,10 @@ def test_collectives_demo_charts_busbw_and_ends_with_the_comparison(page: Page) 
         "1,048,576"
     )
     expect(page.locator("#demo-status")).to_have_text("Finished.")
+    # The verdict leads: logical bytes equal the ring's; gloo's wire bytes differ for its reasons.
+    verdict = page.locator("#verdict-table")
+    expect(verdict.locator("tbody tr:not(.why)")).to_have_count(10)  # 5 kinds x (logical, wire)
+    expect(verdict.locator("tr[data-status=equal]:not(.why)")).to_have_count(5)
+    expect(verdict.locator("[data-status=unexpected]")).to_have_count(0)
+    expect(verdict.locator("tr.why")).to_contain_text(["headers", "whole all-reduce", "binomial"])
     expect(page.locator("#demo-chart canvas").first).to_be_visible()

@@ -22,4 +22,8 @@ def test_tensor_parallel_demo_ends_with_every_split_equal_to_the_prediction(page
     expect(summary.locator(".verdict .ok")).to_have_count(6)
     expect(summary).to_contain_text("equal the one-rank result")
     expect(page.locator("#demo-status")).to_have_text("Finished.")
+    verdict = page.locator("#verdict-table")
+    expect(verdict.locator("tbody tr:not(.why)")).to_have_count(9)  # 3 splits x 3 quantities
+    expect(verdict.locator("tr[data-status=equal]:not(.why)")).to_have_count(6)
+    expect(verdict.locator("[data-status=unexpected]")).to_have_count(0)
     expect(page.locator("#demo-chart canvas").first).to_be_visible()

@@ -15,8 +15,9 @@ def test_zero_page_runs_four_strategies_and_shows_the_comparison(page: Page) -> 
     page.click("#run-demo")
     expect(page.locator(".prediction .katex").first).to_be_visible(timeout=20_000)
     expect(page.locator("#rows tr[data-step]")).to_have_count(24, timeout=60_000)
-    summary = page.locator("#rows tr.summary")
+    summary = page.locator("#zero-summary")
     expect(summary).to_contain_text("Loss curves coincide with DDP")
+    expect(page.locator("#verdict-table tbody tr:not(.why)")).to_have_count(9)
     expect(page.locator("#zero-memory-table .bad")).to_have_count(0)
     expect(page.locator("#zero-traffic-table .bad")).to_have_count(0)
     expect(

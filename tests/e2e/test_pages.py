@@ -44,8 +44,10 @@ def test_demo_streams_rows_beside_the_prediction(page: Page) -> None:
     expect(page.locator(".prediction .katex").first).to_be_visible(timeout=20_000)
     rows = page.locator("#rows tr[data-rank]")
     expect(rows).to_have_count(6, timeout=30_000)  # 3 iterations x 2 ranks
-    expect(page.locator("#rows tr.summary")).to_contain_text("= prediction")
     expect(page.locator("#demo-status")).to_have_text("Finished.")
+    logical = page.locator("#verdict-table tr", has_text="Logical bytes sent per rank")
+    expect(logical.locator(".judged")).to_have_text("✓")
+    expect(page.locator("#demo-summary")).to_contain_text("median")
     expect(page.locator("#demo-chart canvas").first).to_be_visible()
     first = rows.first
     expect(first.locator(".logical")).to_have_text("1,048,576")

@@ -4,18 +4,15 @@ a mock interview, and a group page that shows the members who opted in."""
 from __future__ import annotations
 
 import re
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, expect
 
 from app.main import create_app
 from tests.quiz.conftest import FIXTURE_CONTENT
-from tests.utils import free_port, make_settings
+from tests.utils import make_settings, serving
 
 pytestmark = pytest.mark.browser
 
@@ -24,20 +21,8 @@ pytestmark = pytest.mark.browser
 def quiz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = make_settings(tmp_path_factory.mktemp("quiz-e2e") / "data",
                              content_dir=FIXTURE_CONTENT)  # fmt: skip
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the quiz test server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url
 
 
 def register(page: Page, base: str) -> str:

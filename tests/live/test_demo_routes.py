@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 import re
 import signal
@@ -14,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.calc.comm import Collective, ring_bytes_per_rank
+from app.live.runs import start_run
 from app.ratelimit import SlidingWindow, parse_rate
 
 pytestmark = pytest.mark.demo
@@ -41,7 +45,9 @@ def test_stream_relays_rows_and_chart_points_and_ends_with_done(app_client: Test
     predicted = ring_bytes_per_rank(Collective.ALL_REDUCE, 2**20, 2)
     assert len(re.findall(r'<td class="num logical">1,048,576</td>', rows)) == 4
     assert predicted == 2**20
-    assert "= prediction" in rows and "Finished." in rows
+    assert "Finished." in rows
+    verdict = re.search(r'<tr data-status="(\w+)">\s*<th scope="row">Logical bytes sent', rows)
+    assert verdict and verdict.group(1) == "equal"
 
 
 def test_run_panel_shows_the_prediction(app_client: TestClient) -> None:
@@ -195,3 +201,55 @@ def test_zero_stages_refuses_a_gpu_model_scale_on_a_cpu_worker(app_client: TestC
     assert "model scale 8 needs CUDA ranks; this worker runs on cpu" in panel.text
     shown = app_client.get("/demos/ddp-vs-zero/run", params={**ZERO_PARAMS, "model_scale": "1"})
     assert shown.status_code == 200 and 'id="zero-prediction"' in shown.text
+
+
+def _finished_run(app_client: TestClient, path: str, params: dict) -> str:
+    live = app_client.get(path, params=params)
+    match = re.search(r'href="/demos/runs/([\w-]+)"', live.text)
+    assert match, "no share link in the finished stream"
+    return match.group(1)
+
+
+def test_a_finished_runs_rows_download_as_csv_and_json(app_client: TestClient) -> None:
+    run_id = _finished_run(app_client, "/demos/all-reduce/stream", {"size_mib": 1, "iterations": 2})
+    response = app_client.get(f"/demos/runs/{run_id}/rows.csv")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    filename = f"shardlab-all-reduce-{run_id}-rows.csv"
+    assert response.headers["content-disposition"] == f'attachment; filename="{filename}"'
+    table = list(csv.reader(io.StringIO(response.text)))
+    header, rows = table[0], table[1:]
+    assert header[:3] == ["iteration", "rank", "correct"]
+    assert len(rows) == 4  # 2 iterations x 2 ranks
+    by_name = [dict(zip(header, row, strict=True)) for row in rows]
+    assert [(r["iteration"], r["rank"]) for r in by_name] == [("0", "0"), ("0", "1"),
+                                                               ("1", "0"), ("1", "1")]  # fmt: skip
+    assert {r["logical_bytes"] for r in by_name} == {"1048576.0"}  # as measured, unformatted
+    assert {r["payload_bytes"] for r in by_name} == {"1048576"}
+    assert {r["correct"] for r in by_name} == {"true"}
+    assert json.loads(by_name[0]["collectives"])[0]["kind"] == "all_reduce"
+
+    listed = app_client.get(f"/demos/runs/{run_id}/rows.json")
+    assert listed.status_code == 200
+    assert listed.headers["content-type"] == "application/json"
+    assert listed.headers["content-disposition"].endswith('-rows.json"')
+    rows_json = listed.json()
+    assert len(rows_json) == 4 and rows_json[0]["logical_bytes"] == 2**20
+    assert [r["wire_bytes"] for r in rows_json] == [int(r["wire_bytes"]) for r in by_name]
+
+
+def test_nested_measurements_become_dotted_columns(app_client: TestClient) -> None:
+    run_id = _finished_run(app_client, "/demos/ddp-vs-zero/stream", ZERO_PARAMS)
+    header, *rows = list(
+        csv.reader(io.StringIO(app_client.get(f"/demos/runs/{run_id}/rows.csv").text))
+    )
+    assert header[:4] == ["iteration", "strategy", "step", "rank"]
+    assert {"memory.params", "phases.backward.logical_bytes"} <= set(header)
+    assert len(rows) == 24  # 4 strategies x 3 steps x 2 ranks
+
+
+def test_rows_of_an_unknown_or_unfinished_run_are_a_404(app_client: TestClient) -> None:
+    for suffix in ("rows.csv", "rows.json"):
+        assert app_client.get(f"/demos/runs/no-such-run/{suffix}").status_code == 404
+    running = start_run(app_client.app.state.engine, "all_reduce", {"size_mib": 1}, None)
+    assert app_client.get(f"/demos/runs/{running}/rows.csv").status_code == 404

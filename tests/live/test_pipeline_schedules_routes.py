@@ -24,7 +24,9 @@ def test_stream_draws_both_gantts_and_ends_with_the_summary(app_client: TestClie
     # p = 2, m = 2: each rank sends 2 messages, as predicted.
     assert html.count('<td class="num sends">2 (2)</td>') == 2
     assert 'id="pp-summary" hx-swap-oob="true"' in html and "Finished." in html
-    assert '<span class="ok">=</span>' in html and "differ" not in html
+    assert '<span class="ok">=</span>' in html
+    assert '<span class="bad">differ</span>' not in html
+    assert 'data-status="unexpected"' not in html
 
 
 def test_run_panel_shows_each_schedules_prediction(app_client: TestClient) -> None:

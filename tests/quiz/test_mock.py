@@ -4,9 +4,13 @@ strengths and gaps; another user's interview reads as missing."""
 from __future__ import annotations
 
 import re
+import time
+from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
+from sqlmodel import Session, select
 
+from app.quiz.models import MockInterview
 from tests.quiz.conftest import shown_item
 from tests.quiz.test_review import RIGHT
 from tests.utils import log_out, register
@@ -77,3 +81,34 @@ def test_a_mock_interview_held_in_chinese_is_graded_as_in_english(
     assert {"fx-single", "fx-generated"} <= seen
     report = quiz_client.get(url, params={"lang": "en"}).text
     assert re.search(r"<strong>4 of 4</strong> right \(4 answered\)", report)
+
+
+def test_the_report_gives_time_per_question_and_lists_the_unanswered(
+    quiz_client: TestClient,
+) -> None:
+    register(quiz_client)
+    start = quiz_client.post("/mock", data={"questions": "3", "minutes": "5"})
+    url = str(start.url)
+    item_id = shown_item(start.text)
+    shown_at = str(int((time.time() - 12) * 1000))  # on screen for 12 s
+    quiz_client.post(f"{url}/answer", data={"item_id": item_id, "index": "0",
+                                             "shown_at": shown_at, **RIGHT[item_id]})  # fmt: skip
+    with Session(quiz_client.app.state.engine) as session:  # the clock runs out
+        mock = session.exec(select(MockInterview)).one()
+        mock.started_at = datetime.now(UTC) - timedelta(minutes=6)
+        session.add(mock)
+        session.commit()
+    report = quiz_client.get(url).text
+    assert re.search(r"<strong>1 of 3</strong> right \(1 answered\)", report)
+    rows = re.findall(r'<tr data-number="(\d)"( class="unanswered")?>(.*?)</tr>', report, re.S)
+    assert [(n, bool(unanswered)) for n, unanswered, _ in rows] == [
+        ("1", False), ("2", True), ("3", True)]  # fmt: skip
+    assert '<span class="ok">right</span>' in rows[0][2]
+    assert '<td class="num question-time">12 s</td>' in rows[0][2]
+    assert all("not answered" in r and 'question-time">–<' in r for _, _, r in rows[1:])
+    tiles = {name: re.sub(r"<[^>]+>", " ", body).split() for name, body in re.findall(
+        r'<div class="stat" id="mock-([a-z-]+)">(.*?)</div>', report, re.S)}  # fmt: skip
+    assert tiles["score-tile"] == ["33%", "score"]
+    assert tiles["answered"] == ["1/3", "questions", "answered"]
+    assert tiles["mean-time"] == ["12", "s", "per", "question,", "on", "average"]
+    assert tiles["time-used"][-4:] == ["used", "of", "5", "min"]

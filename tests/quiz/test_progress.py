@@ -61,8 +61,11 @@ def test_progress_page_shows_mastery_due_counts_and_the_next_due_date(
     assert "1 of 2 correct" in page
     assert 'data-card="memory-anatomy"' in page and "2 / 2" in page
     assert 'id="next-due"><time datetime=' in page
-    assert 'id="streak">1 day<' in page
-    assert "data-history=" in page and "fx-numeric" in page  # weakest item listed
+    assert 'id="streak">1</span><span class="stat-label">day streak<' in page
+    assert 'id="answer-count">1 of 2 correct<' in page and ">50%<" in page
+    assert "data-history=" in page
+    # The weakest item is named by its question, not its id.
+    assert '<span class="weak-question" data-item="fx-numeric">Bytes per parameter' in page
 
 
 def _export(client: TestClient) -> dict:

@@ -13,7 +13,9 @@ from app.calc.activations import mlp_stack_saved_bytes
 from app.calc.checkpointing import BackwardPeak, mlp_stack_backward_peak
 from app.calc.flops import PASSES
 from app.formatting import latex_int
+from app.i18n import N_
 from app.live.demo_page import DemoPage
+from app.live.verdict import Check, check
 from demos.specs.activation_checkpointing import ActivationCheckpointingParams
 
 FP32_BYTES = 4  # the demo trains in fp32
@@ -114,25 +116,68 @@ def chart_points(event: dict[str, Any], prediction: CheckpointingPrediction) -> 
     }
 
 
+GRADIENTS = {True: N_("equal, bit for bit"), False: N_("differ")}
+TIMING = N_(
+    "the prediction counts compute only; a small CPU job's times also carry the checkpoint's "
+    "bookkeeping and the other ranks sharing the cores, and scatter widely"
+)
+MODE_NAMES = {"none": N_("no recompute")}
+
+
+def verdict(
+    summary: dict[str, Any], prediction: CheckpointingPrediction, backend: str | None
+) -> list[Check]:
+    """Per mode: bytes saved for backward and the backward peak, exact; recompute's cost in
+    time beside the compute it adds; the gradients over every mode."""
+    checks, times = [], []
+    for m in summary["modes"]:
+        p, scope = prediction.of(m["mode"]), MODE_NAMES.get(m["mode"], m["mode"])
+        checks.append(
+            check(N_("Saved for backward, per rank"), m["saved_bytes"], p.saved_bytes,
+                  scope=scope, agrees=m["same_on_every_rank"] and m["saved_bytes"] == p.saved_bytes)
+        )  # fmt: skip
+        if m.get("peak_bytes") is not None:
+            agrees = (
+                m["peak_same_on_every_rank"]
+                and m["peak_bytes"] == p.peak.total
+                and m["peak_segment"] == p.peak.segment
+            )
+            checks.append(check(N_("Backward peak, per rank"), m["peak_bytes"], p.peak.total,
+                                scope=scope, agrees=agrees))  # fmt: skip
+        if m["segment_layers"] and m.get("time_vs_none"):
+            times.append(check(N_("Step time vs no recompute"), m["time_vs_none"],
+                               prediction.compute_ratio, unit="ratio", scope=scope,
+                               reason=TIMING, explained=True))  # fmt: skip
+    equal = all(m["gradients_equal"] for m in summary["modes"])
+    gradients = check(N_("Gradients vs no recompute"), GRADIENTS[equal], GRADIENTS[True],
+                      unit="text", scope=N_("every mode"))  # fmt: skip
+    return checks + times + [gradients]
+
+
 PAGE = DemoPage(
     demo="activation_checkpointing",
     slug="activation-checkpointing",
-    title="Activation checkpointing on real ranks",
-    teaches="Train a residual MLP stack with and without recompute: saved activation bytes "
-    "fall to the segment inputs, step time rises by about one forward pass.",
+    title=N_("Activation checkpointing on real ranks"),
+    teaches=N_(
+        "Train a residual MLP stack with and without recompute: saved activation bytes "
+        "fall to the segment inputs, step time rises by about one forward pass."
+    ),
     cards=("activation-checkpointing", "memory-anatomy"),
     params=ActivationCheckpointingParams,
     labels={
-        "layers": "Blocks",
-        "width": "Width",
-        "tokens": "Tokens",
-        "segment_layers": "Blocks per segment",
-        "steps": "Steps per mode",
+        "layers": N_("Blocks"),
+        "width": N_("Width"),
+        "tokens": N_("Tokens"),
+        "segment_layers": N_("Blocks per segment"),
+        "steps": N_("Steps per mode"),
     },
     predict=CheckpointingPrediction,
-    passes="saved bytes from a counted forward (saved-tensor hooks on) and the backward peak "
-    "from a traced step (every op watched), both untimed; time from a clean forward and "
-    "backward before them, no probe on.",
+    verdict=verdict,
+    passes=N_(
+        "saved bytes from a counted forward (saved-tensor hooks on) and the backward peak "
+        "from a traced step (every op watched), both untimed; time from a clean forward and "
+        "backward before them, no probe on."
+    ),
     chart_data=chart_points,
     scripts=("/static/js/demo-activation-checkpointing.js",),
 )

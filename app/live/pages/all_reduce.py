@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
 from app.formatting import bytes_human, latex_fraction
+from app.i18n import N_
 from app.live.demo_page import DemoPage
+from app.live.verdict import Check, check, gloo_header_allowance_bytes, wire_check
 from demos.specs.all_reduce import AllReduceParams
 
 
@@ -58,19 +61,46 @@ def chart_points(event: dict[str, Any], prediction: AllReducePrediction) -> dict
     }
 
 
+RESULT = {True: N_("the sum, on every rank"), False: N_("wrong on some rank")}
+
+
+def verdict(
+    summary: dict[str, Any], prediction: AllReducePrediction, backend: str | None
+) -> list[Check]:
+    """Bytes per rank, logical and on the wire, and the result; times have no prediction."""
+    predicted = prediction.bytes_per_rank
+    allowance = gloo_header_allowance_bytes(summary["payload_bytes"], summary["world_size"])
+    return [
+        check(N_("Logical bytes sent per rank"), summary["logical_bytes_per_rank"], predicted),
+        wire_check(
+            N_("Wire bytes written per rank (mean)"),
+            statistics.fmean(summary["wire_bytes_per_rank"]),
+            predicted,
+            allowance,
+            backend,
+        ),
+        check(N_("All-reduced values"), RESULT[summary["correct"]], RESULT[True], unit="text"),
+    ]
+
+
 PAGE = DemoPage(
     demo="all_reduce",
     slug="all-reduce",
-    title="All-reduce on real ranks",
-    teaches="Choose a buffer size; watch every rank's time and bytes, beside ring "
-    "all-reduce's 2(N−1)/N.",
+    title=N_("All-reduce on real ranks"),
+    teaches=N_(
+        "Choose a buffer size; watch every rank's time and bytes, beside ring "
+        "all-reduce's 2(N−1)/N."
+    ),
     cards=("ring-all-reduce", "dp-vs-ddp"),
     params=AllReduceParams,
-    labels={"size_mib": "Buffer size (MiB)", "iterations": "Iterations"},
+    labels={"size_mib": N_("Buffer size (MiB)"), "iterations": N_("Iterations")},
     predict=AllReducePrediction,
+    verdict=verdict,
     chart_data=chart_points,
     scripts=("/static/js/demo-chart.js",),
-    passes="bytes (logical and wire) from a counted all-reduce, probes on; time from a second, "
-    "clean all-reduce of the same buffer, no probe (the summary: median of the "
-    "iterations' clean runs, slowest rank).",
+    passes=N_(
+        "bytes (logical and wire) from a counted all-reduce, probes on; time from a second, "
+        "clean all-reduce of the same buffer, no probe (the summary: median of the "
+        "iterations' clean runs, slowest rank)."
+    ),
 )

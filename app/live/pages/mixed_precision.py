@@ -16,7 +16,9 @@ from app.calc.precision import (
     fraction_overflowing,
     round_to_format,
 )
+from app.i18n import N_
 from app.live.demo_page import DemoPage
+from app.live.verdict import Check, check
 from demos.specs.mixed_precision import RANGE_PROBES, MixedPrecisionParams
 
 # (case, dtype, loss-scaled?) in the order demos/mixed_precision.py runs them
@@ -110,6 +112,70 @@ class MixedPrecisionPrediction:
         return [FLOAT_FORMATS["fp16"], FLOAT_FORMATS["bf16"]]
 
 
+SAMPLED = N_(
+    "n evenly spaced inputs, each rounded to the 16-bit format first: the line moves by one "
+    "input and by those within half a 16-bit step of it"
+)
+NONE_SKIPPED = N_("none")
+# torch.finfo's figures beside the IEEE formats' (the worker's names, then app.calc's)
+LIMITS = (
+    ("max", "max_finite"),
+    ("smallest_normal", "smallest_normal"),
+    ("smallest_subnormal", "smallest_subnormal"),
+    ("eps", "machine_epsilon"),
+)
+
+
+def _sampling_band(case: CasePrediction, params: MixedPrecisionParams) -> float:
+    """How far a measured share may sit from the continuous one: the n inputs are grid points
+    (one point, 1/n), and each is rounded to the 16-bit format before the product, so inputs
+    within half a step of the line (relative unit roundoff u) may cross it: log2(1 + u) of the
+    spread's octaves. 65,536 gradients at spread 14 in fp16: 3.3 inputs beside the one point.
+    """
+    return 1 / params.gradients + math.log2(1 + case.fmt.unit_roundoff) / params.spread_exponent
+
+
+def verdict(
+    summary: dict[str, Any], prediction: MixedPrecisionPrediction, backend: str | None
+) -> list[Check]:
+    """Per case the share of gradients flushed to zero; which steps were skipped; the bytes
+    all-reduced per dtype; and fp16's and bf16's casts and limits against IEEE 754."""
+    cases = summary["cases"]
+    checks = [
+        check(N_("Gradients flushed to zero"), c["zero_fraction"], p.zero_fraction,
+              unit="share", scope=c["case"], reason=SAMPLED,
+              explained=abs(c["zero_fraction"] - p.zero_fraction)
+              <= _sampling_band(p, prediction.params))
+        for c, p in ((c, prediction.of(c["case"])) for c in cases)
+    ]  # fmt: skip
+    skipped = [c["case"] for c in cases if c["step_skipped"]]
+    predicted_skipped = [c["case"] for c in cases if prediction.of(c["case"]).step_skipped]
+    checks.append(
+        check(N_("Steps skipped (an infinity found)"), ", ".join(skipped) or NONE_SKIPPED,
+              ", ".join(predicted_skipped) or NONE_SKIPPED, unit="text")
+    )  # fmt: skip
+    for dtype in dict.fromkeys(c["dtype"] for c in cases):
+        same = [c for c in cases if c["dtype"] == dtype]
+        predicted = prediction.of(same[0]["case"]).payload_bytes
+        worst = max((c["payload_bytes"] for c in same), key=lambda b: abs(b - predicted))
+        checks.append(check(N_("All-reduce payload per rank"), worst, predicted, scope=dtype))
+    for fmt in prediction.formats():
+        measured = summary["range"]["formats"][fmt.name]
+        casts = sum(
+            got == want
+            for got, want in zip(measured["casts"], prediction.range_prediction(fmt.name),
+                                 strict=True)
+        )  # fmt: skip
+        limits = sum(measured[got] == getattr(fmt, want) for got, want in LIMITS)
+        checks += [
+            check(N_("Casts rounded as IEEE 754 rounds (of the probes)"), casts,
+                  len(summary["range"]["probes"]), unit="count", scope=fmt.name),
+            check(N_("IEEE 754 limits matched (max, normal, subnormal, ε)"),
+                  limits, len(LIMITS), unit="count", scope=fmt.name),
+        ]  # fmt: skip
+    return checks
+
+
 def chart_points(event: dict[str, Any], prediction: MixedPrecisionPrediction) -> dict[str, Any]:
     first = event["ranks"][0]
     if first["case"] == "range":
@@ -125,19 +191,22 @@ def chart_points(event: dict[str, Any], prediction: MixedPrecisionPrediction) ->
 PAGE = DemoPage(
     demo="mixed_precision",
     slug="mixed-precision",
-    title="Mixed precision on real tensors",
-    teaches="Watch small fp16 gradients flush to zero, loss scaling bring them back, and "
-    "fp16's 65504 ceiling beside bf16's range and coarser steps.",
+    title=N_("Mixed precision on real tensors"),
+    teaches=N_(
+        "Watch small fp16 gradients flush to zero, loss scaling bring them back, and "
+        "fp16's 65504 ceiling beside bf16's range and coarser steps."
+    ),
     cards=("mixed-precision",),
     params=MixedPrecisionParams,
     labels={
-        "gradients": "Gradient elements",
-        "loss_weight_exponent": "Loss weight exponent k",
-        "spread_exponent": "Input spread",
-        "loss_scale_exponent": "Loss scale exponent s",
+        "gradients": N_("Gradient elements"),
+        "loss_weight_exponent": N_("Loss weight exponent k"),
+        "spread_exponent": N_("Input spread"),
+        "loss_scale_exponent": N_("Loss scale exponent s"),
     },
     predict=MixedPrecisionPrediction,
+    verdict=verdict,
     chart_data=chart_points,
     scripts=("/static/js/demo-mixed-precision.js",),
-    passes="all-reduce bytes from a counted all-reduce, probes on; this page shows no time.",
+    passes=N_("all-reduce bytes from a counted all-reduce, probes on; this page shows no time."),
 )

@@ -19,7 +19,9 @@ from app.calc.pipeline import (
     timeline_summary,
 )
 from app.calculators.pipeline_view import Gantt, gantt
+from app.i18n import N_
 from app.live.demo_page import DemoPage
+from app.live.verdict import Check, check
 from demos.specs.pipeline_schedules import PipelineSchedulesParams, p2p_count, timeline_blocks
 
 GANTT_WIDTH = 480.0
@@ -118,30 +120,115 @@ class PipelinePrediction:
             predicted=predicted,
             measured=measured,
             ranks=rows,
-            measured_gantt=gantt(measured, row_height, "Measured", GANTT_WIDTH, span),
-            predicted_gantt=gantt(predicted.simulation, row_height, "Simulated", GANTT_WIDTH, span),
+            measured_gantt=gantt(measured, row_height, N_("Measured"), GANTT_WIDTH, span),
+            predicted_gantt=gantt(
+                predicted.simulation, row_height, N_("Simulated"), GANTT_WIDTH, span
+            ),
             grad_error=max(r["grad_error"] for r in ranks),
         )
+
+
+OVERHEAD = N_("each action's overhead: send, receive and Python around every forward and backward")
+REAL_COMPUTE = N_(
+    "real compute: the matmuls take about a millisecond, so overhead dominates; the simulation "
+    "gives the shape only"
+)
+GRADIENTS = {True: N_("match"), False: N_("differ")}
+RUN = {True: N_("run"), False: N_("not run")}
+EVERY_SCHEDULE = N_("every schedule")
+# The verdict's short names (app.calc.pipeline's SCHEDULE_NAMES describe each schedule).
+SHORT_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": N_("Interleaved 1F1B"),
+               "zb-h1": "ZB-H1"}  # fmt: skip
+AS_SIMULATED = N_("as simulated")
+# Overhead only adds idle time and length: sleep-based compute lands above the simulation, never
+# below (feasibility §7; tests/demos/test_pipeline_schedules.py), by more as actions get shorter
+# (interleaving halves them) and the box gets busier.
+BUBBLE_FLOOR = -0.02
+STEP_FLOOR = 0.98
+
+
+def verdict(
+    summary: dict[str, Any], prediction: PipelinePrediction, backend: str | None
+) -> list[Check]:
+    """Per schedule: step time, bubble and messages against the simulator; then the peak in
+    flight and the gradients over every schedule."""
+    real = prediction.params.compute == "real"
+    why = REAL_COMPUTE if real else OVERHEAD
+    steps, bubbles, messages, peaks, gradients = [], [], [], [], []
+    for s in summary["schedules"]:
+        p = prediction.of(s["schedule"])
+        assert p.simulation is not None
+        sim, scope = p.simulation, SHORT_NAMES[s["schedule"]]
+        bubble_off = s["bubble_fraction"] - sim.bubble_fraction_of_total
+        steps.append(
+            check(N_("Step time"), s["step_ms"], sim.total_time, unit="ms", scope=scope,
+                  reason=why, explained=real or s["step_ms"] >= STEP_FLOOR * sim.total_time)
+        )  # fmt: skip
+        bubbles.append(
+            check(N_("Bubble (idle share of rank-time)"), s["bubble_fraction"],
+                  sim.bubble_fraction_of_total, unit="share", scope=scope, reason=why,
+                  explained=real or bubble_off >= BUBBLE_FLOOR)
+        )  # fmt: skip
+        messages.append(
+            check(N_("Messages sent per rank"), s["sends"], [m.sends for m in p.messages],
+                  unit="count", scope=scope)
+        )  # fmt: skip
+        peaks.append(
+            check(N_("Peak micro-batches in flight per rank"), s["peak_in_flight"],
+                  sim.peak_in_flight, unit="count", scope=scope)
+        )  # fmt: skip
+        good = s["grad_error"] <= 1e-6
+        gradients.append(
+            check(N_("Gradients vs one process"), GRADIENTS[good], GRADIENTS[True], unit="text",
+                  scope=scope)
+        )  # fmt: skip
+    # Rows of one quantity together, so a reason shared by every schedule is written once.
+    checks = steps + bubbles + messages
+    for name in summary["skipped"]:
+        p = prediction.of(name)
+        checks.append(check(N_("Schedule"), RUN[False], RUN[not p.problems], unit="text",
+                            scope=SHORT_NAMES[name]))  # fmt: skip
+    if peaks:
+        checks += [_over_every_schedule(peaks, AS_SIMULATED), _over_every_schedule(gradients)]
+    return checks
+
+
+def _over_every_schedule(checks: list[Check], agreed: str | None = None) -> Check:
+    """The first schedule that disagrees, else one row for all of them (`agreed`: what that
+    row shows as both figures, in place of the first schedule's)."""
+    for found in checks:
+        if found.status != "equal":
+            return found
+    first = checks[0]
+    if len(checks) == 1:
+        return first
+    figure, unit = (agreed, "text") if agreed else (first.measured, first.unit)
+    return check(first.quantity, figure, figure, unit=unit, scope=EVERY_SCHEDULE)
 
 
 PAGE = DemoPage(
     demo="pipeline_schedules",
     slug="pipeline-schedules",
-    title="Pipeline schedules on real ranks",
-    teaches="GPipe, 1F1B, interleaved 1F1B and ZB-H1 with torch.distributed.pipelining: "
-    "each rank's measured timeline beside the simulator's, and the bubble beside (p−1)/(m+p−1).",
+    title=N_("Pipeline schedules on real ranks"),
+    teaches=N_(
+        "GPipe, 1F1B, interleaved 1F1B and ZB-H1 with torch.distributed.pipelining: "
+        "each rank's measured timeline beside the simulator's, and the bubble beside (p−1)/(m+p−1)."
+    ),
     cards=("pipeline-bubble", "zero-bubble-schedules"),
     params=PipelineSchedulesParams,
     labels={
-        "schedule": "Schedule",
-        "compute": "Compute",
-        "microbatches": "Micro-batches",
-        "forward_ms": "Forward time (ms)",
-        "backward_ms": "Backward time (ms)",
-        "hidden": "Layer width",
-        "microbatch_size": "Rows per micro-batch",
+        "schedule": N_("Schedule"),
+        "compute": N_("Compute"),
+        "microbatches": N_("Micro-batches"),
+        "forward_ms": N_("Forward time (ms)"),
+        "backward_ms": N_("Backward time (ms)"),
+        "hidden": N_("Layer width"),
+        "microbatch_size": N_("Rows per micro-batch"),
     },
     predict=PipelinePrediction,
-    passes="sends, receives and wire bytes from a counted step, probes on; the timeline, step "
-    "time and bubble from the next step, clean (each action timed by the clock alone).",
+    verdict=verdict,
+    passes=N_(
+        "sends, receives and wire bytes from a counted step, probes on; the timeline, step "
+        "time and bubble from the next step, clean (each action timed by the clock alone)."
+    ),
 )

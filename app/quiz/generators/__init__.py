@@ -18,7 +18,7 @@ Generator = Callable[[Mapping[str, float]], Solution]
 def _discover() -> dict[str, Generator]:
     found: dict[str, Generator] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
-        if info.name == "solution":
+        if info.name in {"solution", "words"}:  # helpers, not a calculator family
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for name, generator in module.GENERATORS.items():

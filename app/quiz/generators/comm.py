@@ -20,16 +20,13 @@ from app.calc.comm_volume import (
     latency_steps,
     tp_layer_elements,
 )
-from app.calc.communication_query import (
-    STRATEGY_LABELS,
-    CommunicationQuery,
-    communication_result,
-)
+from app.calc.communication_query import CommunicationQuery, communication_result
 from app.calc.links import LINKS, alpha_beta_time
-from app.calc.memory import ZERO_STAGE_NAMES
 from app.calc.model import PRESETS, count_params
 from app.formatting import count_short, latex_number
+from app.i18n import N_, gettext
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import STRATEGY_WORDS, ZERO_STAGE_WORDS, link_name, say
 
 # Index tables for drawn inputs.
 COLLECTIVE_ORDER: tuple[Collective, ...] = tuple(Collective)
@@ -41,6 +38,7 @@ PRESET_ORDER: tuple[str, ...] = tuple(PRESETS)
 # 6 llama3-70b, 7 llama3-405b, 8 mistral-7b, 9 mixtral-8x7b, 10 qwen2-72b
 STRATEGY_ORDER: tuple[str, ...] = STRATEGIES  # 0 dp, 1 tp, 2 pp, 3 ep, 4 cp
 
+# Collective names read the same in every language (Chinese engineers say all-reduce too).
 COLLECTIVE_NAMES = {
     Collective.ALL_REDUCE: "all-reduce",
     Collective.REDUCE_SCATTER: "reduce-scatter",
@@ -50,11 +48,11 @@ COLLECTIVE_NAMES = {
 }
 # What the payload S is for each collective (app.calc.comm's module docstring).
 PAYLOAD_MEANING = {
-    Collective.ALL_REDUCE: "each rank's buffer to be summed",
-    Collective.REDUCE_SCATTER: "each rank's full input, before it is scattered",
-    Collective.ALL_GATHER: "the full gathered output",
-    Collective.ALL_TO_ALL: "each rank's whole send buffer",
-    Collective.BROADCAST: "the root's buffer",
+    Collective.ALL_REDUCE: N_("each rank's buffer to be summed"),
+    Collective.REDUCE_SCATTER: N_("each rank's full input, before it is scattered"),
+    Collective.ALL_GATHER: N_("the full gathered output"),
+    Collective.ALL_TO_ALL: N_("each rank's whole send buffer"),
+    Collective.BROADCAST: N_("the root's buffer"),
 }
 RING_FACTOR_LATEX = {
     Collective.ALL_REDUCE: r"2\frac{N-1}{N}",
@@ -63,7 +61,9 @@ RING_FACTOR_LATEX = {
     Collective.ALL_TO_ALL: r"\frac{N-1}{N}",
     Collective.BROADCAST: "1",
 }
-OVERLAP_NAMES = ("perfect overlap", "no overlap")
+OVERLAP_NAMES = (N_("perfect overlap"), N_("no overlap"))
+# "{sequence_parallel} sequence parallelism": the word before it.
+SEQUENCE_PARALLEL_WORDS = {True: N_("with"), False: N_("without")}
 
 
 def tex(value: float) -> str:
@@ -94,7 +94,7 @@ def ring_gb_per_rank(inputs: Mapping[str, float]) -> Solution:
         prompt_fields={
             "collective": COLLECTIVE_NAMES[kind],
             "payload": f"{float(inputs['payload_gb']):g} GB",
-            "payload_meaning": PAYLOAD_MEANING[kind],
+            "payload_meaning": gettext(PAYLOAD_MEANING[kind]),
             "ranks": str(ranks),
         },
         steps_latex=_ring_steps(kind, payload, ranks),
@@ -114,9 +114,9 @@ def ring_time_ms(inputs: Mapping[str, float]) -> Solution:
         prompt_fields={
             "collective": COLLECTIVE_NAMES[kind],
             "payload": f"{float(inputs['payload_mb']):g} MB",
-            "payload_meaning": PAYLOAD_MEANING[kind],
+            "payload_meaning": gettext(PAYLOAD_MEANING[kind]),
             "ranks": str(ranks),
-            "link": link.name,
+            "link": link_name(link),
             "bandwidth": f"{link.bandwidth_bytes_per_s / 1e9:g} GB/s",
             "latency": f"{link.latency_s * 1e6:g} µs",
             "latency_steps": str(steps),
@@ -191,13 +191,13 @@ def _layout_fields(query: CommunicationQuery, result: dict[str, Any]) -> dict[st
         "pp": str(query.pp),
         "ep": str(query.ep),
         "cp": str(query.cp),
-        "zero_stage": ZERO_STAGE_NAMES[query.zero_stage],
-        "sequence_parallel": "with" if query.sequence_parallel else "without",
+        "zero_stage": say(ZERO_STAGE_WORDS, query.zero_stage),
+        "sequence_parallel": gettext(SEQUENCE_PARALLEL_WORDS[query.sequence_parallel]),
         "seq_len": f"{query.seq_len:,}",
         "micro_batch": str(query.micro_batch),
         "microbatches": str(query.microbatches),
         "compute_s": f"{query.compute_s:g}",
-        **{f"{s}_link": LINKS[getattr(query, f"{s}_link")].name for s in STRATEGIES},
+        **{f"{s}_link": link_name(LINKS[getattr(query, f"{s}_link")]) for s in STRATEGIES},
     }
 
 
@@ -224,7 +224,7 @@ def strategy_gb_per_step(inputs: Mapping[str, float]) -> Solution:
         answer=sum(r["bytes_per_step"] for r in rows) / 1e9,
         prompt_fields={
             **_layout_fields(query, result),
-            "strategy": STRATEGY_LABELS[strategy].lower(),
+            "strategy": say(STRATEGY_WORDS, strategy),
         },
         steps_latex=_row_steps(rows, result["bytes_per_element"]),
     )
@@ -246,7 +246,7 @@ def step_time_s(inputs: Mapping[str, float]) -> Solution:
     )
     return Solution(
         answer=result["step_s_perfect_overlap"] if overlap == 0 else result["step_s_no_overlap"],
-        prompt_fields={**_layout_fields(query, result), "overlap": OVERLAP_NAMES[overlap]},
+        prompt_fields={**_layout_fields(query, result), "overlap": gettext(OVERLAP_NAMES[overlap])},
         steps_latex=[
             r"\max(T_c, T_m) \le T_\text{step} \le T_c + T_m,\qquad "
             r"T_m = \sum \text{calls} \times \left(k\,\alpha + \frac{V}{\beta}\right)",

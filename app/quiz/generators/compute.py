@@ -17,15 +17,16 @@ from app.calc.flops import MODE_LABELS
 from app.calc.hardware import ACCELERATORS
 from app.calculators.compute_router import _formulas as compute_formulas
 from app.formatting import count_short, latex_number
+from app.i18n import N_, gettext
 from app.quiz.generators.solution import Solution
 
 # Index -> name; YAML items draw the index.
 MODE_ORDER = tuple(MODE_LABELS)  # training, training_recompute, inference
 GPU_ORDER = ("a100-80gb-sxm", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e")
 _MODE_WORDS = {
-    "training": "training (forward and backward, no recompute)",
-    "training_recompute": "training with full activation recompute",
-    "inference": "inference (forward only)",
+    "training": N_("training (forward and backward, no recompute)"),
+    "training_recompute": N_("training with full activation recompute"),
+    "inference": N_("inference (forward only)"),
 }
 
 
@@ -45,8 +46,8 @@ def _query(inputs: Mapping[str, float]) -> ComputeQuery:
 def _fields(query: ComputeQuery, r: dict[str, Any]) -> dict[str, str]:
     fields = {
         "params": count_short(r["params"]),
-        "tokens": f"{count_short(r['tokens'])} tokens",
-        "mode": _MODE_WORDS[query.mode],
+        "tokens": gettext("{count} tokens").format(count=count_short(r["tokens"])),
+        "mode": gettext(_MODE_WORDS[query.mode]),
         "gpu": ACCELERATORS[query.gpu].name,
         "peak": f"{r['peak_flops_per_gpu'] / 1e12:,.4g} TFLOP/s",
         "gpus": f"{query.gpus:,}",

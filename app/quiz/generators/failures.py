@@ -12,6 +12,7 @@ from typing import Any
 
 from app.calc.failures_query import RATE_KINDS, FailuresQuery, failures_result
 from app.formatting import latex_number
+from app.i18n import gettext
 from app.quiz.generators.solution import Solution
 
 # `rate_kind` is drawn as an index into this tuple (choices hold numbers only).
@@ -48,11 +49,13 @@ def _query(inputs: Mapping[str, float]) -> FailuresQuery:
 
 
 def _fields(query: FailuresQuery) -> dict[str, str]:
-    rate_text = {
-        "mtbf_hours": f"an MTBF of {_number(query.rate)} hours per GPU",
-        "per_unit_per_month": f"{_number(query.rate)} failures per GPU per month (30 days)",
-        "per_unit_per_day": f"{_number(query.rate)} failures per GPU per day",
-    }[query.rate_kind]
+    rate = _number(query.rate)
+    if query.rate_kind == "mtbf_hours":
+        rate_text = gettext("an MTBF of {hours} hours per GPU").format(hours=rate)
+    elif query.rate_kind == "per_unit_per_month":
+        rate_text = gettext("{rate} failures per GPU per month (30 days)").format(rate=rate)
+    else:
+        rate_text = gettext("{rate} failures per GPU per day").format(rate=rate)
     return {
         "units": _number(query.units),
         "rate": rate_text,

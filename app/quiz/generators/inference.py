@@ -15,9 +15,10 @@ from typing import Any
 from app.calc.inference import KV_BYTES, InferenceMemory, InferenceSetup, inference_memory
 from app.calc.model import PRESETS
 from app.calc.units import GB
-from app.formatting import count_short
+from app.i18n import gettext
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.training_memory import MODELS
+from app.quiz.generators.words import parameters
 
 KV_DTYPE_ORDER = ("bf16", "fp8", "fp32")
 WEIGHT_DTYPE_ORDER = ("bf16", "fp8", "int8", "int4")
@@ -39,10 +40,12 @@ def _fields(report: InferenceMemory) -> dict[str, str]:
     setup, cfg = report.setup, report.setup.model
     return {
         "model": cfg.name,
-        "params": f"{count_short(report.total_params)} parameters",
-        "shape": (
-            f"L = {cfg.layers} layers, {cfg.heads} query heads, k = {cfg.kv_heads} KV heads "
-            f"of dimension d = {cfg.dim_per_head}"
+        "params": parameters(report.total_params),
+        "shape": gettext(
+            "L = {layers} layers, {heads} query heads, k = {kv_heads} KV heads of dimension "
+            "d = {head_dim}"
+        ).format(
+            layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads, head_dim=cfg.dim_per_head
         ),
         "tp": str(setup.tp),
         "context": f"{setup.context:,}",

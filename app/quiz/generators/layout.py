@@ -6,7 +6,8 @@ a rule (`violations`), one does not fit in memory (`why_not`: how many GB over),
 is at least MIN_SLOWDOWN slower (`why_not`: which step term, by how many seconds). The seed
 picks which distractor of each kind and the order; the answer is the best layout's number.
 Nothing is stored: every number is the planner's, recomputed when the question is drawn and
-when it is graded.
+when it is graded. The words are the request's language (the layouts, the option names and the
+notes; a rule's reason with its numbers is the planner's own, in English).
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from typing import Literal
 
 from app.calc.planner import RULES, Layout, LayoutCost, Plan, PlanRequest, violations, why_not
 from app.calc.units import to_gb
+from app.i18n import N_, gettext
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import RECOMPUTE_WORDS, link_name
 from app.quiz.layouts import (
+    SCHEDULE_TEXT,
     TERM_TEXT,
     layout_text,
     scenario_fields,
@@ -33,6 +37,31 @@ MIN_SLOWDOWN = 1.05
 MAX_SLOWDOWN = 3.0
 
 Verdict = Literal["best", "breaks_rule", "does_not_fit", "slower"]
+
+# app.quiz.layouts' names of the step terms, the schedules and the rules this generator's
+# distractors break, marked for translation (in English they are the same text).
+TERM_WORDS = {
+    "compute": N_("compute"),
+    "recompute": N_("the recomputation"),
+    "exposed_tp": N_("exposed TP communication"),
+    "exposed_cp_ep": N_("exposed CP/EP communication"),
+    "exposed_pp": N_("exposed pipeline sends"),
+    "exposed_dp": N_("exposed DP (gradient reduce / ZeRO gathers)"),
+    "bubble": N_("the pipeline bubble"),
+}
+LAYOUT_SCHEDULE_WORDS = {**SCHEDULE_TEXT, "interleaved": N_("interleaved 1F1B")}
+RULE_WORDS = {
+    **RULES,
+    "tp_within_node": N_(
+        "tp must divide the GPUs per node: TP all-reduces 4 times per layer per micro-batch "
+        "and needs NVLink (Narayanan et al. arXiv:2104.04473, takeaway #1)"
+    ),
+    "ep_needs_moe": N_("ep > 1 needs a mixture-of-experts model"),
+    "micro_batch_divides": N_("the micro-batch must divide each data-parallel replica's sequences"),
+    "zero_or_distributed_optimizer": N_(
+        "Megatron's distributed optimizer already shards like ZeRO-1; pick one"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -50,9 +79,41 @@ def _gb(value: float) -> str:
     return f"{to_gb(value):.1f} GB"
 
 
+def _term(key: str) -> str:
+    return gettext(TERM_WORDS[key]) if key in TERM_WORDS else TERM_TEXT[key]
+
+
 def _breakdown(cost: LayoutCost) -> str:
-    terms = [f"{TERM_TEXT[k]} {v:.2f} s" for k, v in cost.step.terms().items() if v > 0.005]
+    terms = [f"{_term(k)} {v:.2f} s" for k, v in cost.step.terms().items() if v > 0.005]
     return ", ".join(terms)
+
+
+def layout_words(layout: Layout) -> str:
+    """app.quiz.layouts.layout_text in the request's language: 'DP 4 × TP 8 × PP 2, ZeRO-1, no
+    recompute, micro-batch 1, 1F1B' (the same text in English)."""
+    degrees = [f"DP {layout.dp}"] + [
+        f"{name.upper()} {getattr(layout, name)}"
+        for name in ("tp", "pp", "cp", "ep")
+        if getattr(layout, name) > 1
+    ]
+    if layout.distributed_optimizer:
+        sharding = gettext("distributed optimizer")
+    else:
+        sharding = f"ZeRO-{layout.zero_stage}" if layout.zero_stage else gettext("no ZeRO")
+    schedule = LAYOUT_SCHEDULE_WORDS.get(layout.schedule)
+    schedule = gettext(schedule) if schedule else layout.schedule
+    if layout.virtual_stages > 1:
+        schedule += f" (v = {layout.virtual_stages})"
+    recompute = RECOMPUTE_WORDS.get(layout.recompute)
+    parts = [
+        " × ".join(degrees),
+        sharding,
+        gettext(recompute) if recompute else layout.recompute,
+        gettext("micro-batch {n}").format(n=layout.micro_batch),
+    ]
+    if layout.pp > 1 or layout.schedule != "1f1b" or layout.virtual_stages > 1:
+        parts.append(schedule)
+    return ", ".join(parts)
 
 
 def _divisors(n: int) -> list[int]:
@@ -134,8 +195,9 @@ def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
         rules = violations(req, lay)
         if rules:
             first = rules[0]
-            note = (f"**Breaks a rule**, `{first.rule}`: {first.reason}. The rule: "
-                    f"{RULES[first.rule]}.")  # fmt: skip
+            note = gettext("**Breaks a rule**, `{rule}`: {reason}. The rule: {rule_text}.").format(
+                rule=first.rule, reason=first.reason, rule_text=gettext(RULE_WORDS[first.rule])
+            )
             broken.append(LayoutOption(lay, "breaks_rule", note, rule=first.rule))
     pick = _pick(rng, broken, "breaks a rule")
     shown.add(layout_text(pick.layout))
@@ -147,10 +209,17 @@ def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
         if why.cost is not None and not why.cost.fits:
             c = why.cost
             over = c.memory_bytes - capacity
-            note = (f"**Does not fit**: needs {_gb(c.memory_bytes)} per GPU (model states "
-                    f"{_gb(c.model_states_bytes)}, activations {_gb(c.activation_bytes)}, "
-                    f"other {_gb(c.other_bytes)}), {_gb(over)} more than the "
-                    f"{_gb(capacity)} a GPU has.")  # fmt: skip
+            note = gettext(
+                "**Does not fit**: needs {memory} per GPU (model states {states}, activations "
+                "{activations}, other {other}), {over} more than the {capacity} a GPU has."
+            ).format(
+                memory=_gb(c.memory_bytes),
+                states=_gb(c.model_states_bytes),
+                activations=_gb(c.activation_bytes),
+                other=_gb(c.other_bytes),
+                over=_gb(over),
+                capacity=_gb(capacity),
+            )
             too_big.append(LayoutOption(lay, "does_not_fit", note, over_bytes=over))
     pick = _pick(rng, too_big, "does not fit")
     shown.add(layout_text(pick.layout))
@@ -163,10 +232,17 @@ def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
             continue
         if not MIN_SLOWDOWN <= why.slowdown <= MAX_SLOWDOWN or why.blame is None:
             continue
-        note = (f"**Fits but slower**: {_gb(why.cost.memory_bytes)} per GPU; step "
-                f"{why.cost.step_time_s:.2f} s, {why.slowdown:.2f}× the best. The largest gap "
-                f"is {TERM_TEXT[why.blame]}, +{why.blame_s:.2f} s over the best layout's "
-                f"({_breakdown(why.cost)}).")  # fmt: skip
+        note = gettext(
+            "**Fits but slower**: {memory} per GPU; step {step} s, {slowdown}× the best. The "
+            "largest gap is {term}, +{gap} s over the best layout's ({breakdown})."
+        ).format(
+            memory=_gb(why.cost.memory_bytes),
+            step=f"{why.cost.step_time_s:.2f}",
+            slowdown=f"{why.slowdown:.2f}",
+            term=_term(why.blame),
+            gap=f"{why.blame_s:.2f}",
+            breakdown=_breakdown(why.cost),
+        )
         option = LayoutOption(lay, "slower", note, blame=why.blame, slowdown=why.slowdown)
         by_blame.setdefault(why.blame, []).append(option)
     blames = sorted(by_blame)
@@ -174,9 +250,15 @@ def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
         raise ValueError(f"scenario {scenario}: no fitting layout in the slowdown range")
     chosen.append(rng.choice(by_blame[rng.choice(blames)]))
 
-    note = (
-        f"**The planner's best**: fits in {_gb(best.memory_bytes)} of {_gb(capacity)}; "
-        f"step {best.step_time_s:.2f} s ({_breakdown(best)}), MFU {best.mfu:.0%}."
+    note = gettext(
+        "**The planner's best**: fits in {memory} of {capacity}; step {step} s ({breakdown}), "
+        "MFU {mfu}."
+    ).format(
+        memory=_gb(best.memory_bytes),
+        capacity=_gb(capacity),
+        step=f"{best.step_time_s:.2f}",
+        breakdown=_breakdown(best),
+        mfu=f"{best.mfu:.0%}",
     )
     chosen.append(LayoutOption(best.layout, "best", note))
     rng.shuffle(chosen)
@@ -192,7 +274,12 @@ def pick_the_layout(inputs: Mapping[str, float]) -> Solution:
     assert best is not None
     capacity_gb = to_gb(scenario_plan(scenario).request.cluster.gpu_memory_bytes)
     fields = scenario_fields(scenario)
-    fields["options"] = "\n".join(f"{i}. {layout_text(o.layout)}" for i, o in enumerate(options, 1))
+    machines = scenario_plan(scenario).request.cluster
+    fields["intra_node"] = link_name(machines.intra_node)
+    fields["inter_node"] = link_name(machines.inter_node)
+    fields["options"] = "\n".join(
+        f"{i}. {layout_words(o.layout)}" for i, o in enumerate(options, 1)
+    )
     substituted = " + ".join(f"{v:.2f}" for v in best.step.terms().values())
     return Solution(
         answer=answer,
@@ -204,7 +291,7 @@ def pick_the_layout(inputs: Mapping[str, float]) -> Solution:
             rf"\text{{layout {answer}}}: t_\text{{step}} = {substituted} = "
             rf"{best.step_time_s:.2f}\ \text{{s}}",
         ],
-        options=tuple(f"Layout {i}" for i in range(1, len(options) + 1)),
+        options=tuple(gettext("Layout {n}").format(n=i) for i in range(1, len(options) + 1)),
         option_notes=tuple(o.note for o in options),
     )
 

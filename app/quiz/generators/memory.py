@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from app.calc.memory import ZERO_STAGE_NAMES, model_states_per_gpu
+from app.calc.memory import model_states_per_gpu
 from app.calc.units import to_gb
 from app.calculators.memory_view import stage_views
 from app.calculators.schemas import MemoryQuery
 from app.formatting import count_short
+from app.i18n import gettext
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import ZERO_STAGE_WORDS, say
 
 
 def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
@@ -23,9 +25,9 @@ def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
     return Solution(
         answer=to_gb(states.total_bytes),
         prompt_fields={
-            "params": f"{count_short(params)}-parameter",
+            "params": gettext("{count}-parameter").format(count=count_short(params)),
             "dp_degree": str(dp_degree),
-            "stage_name": ZERO_STAGE_NAMES[stage],
+            "stage_name": say(ZERO_STAGE_WORDS, stage),
         },
         steps_latex=[view.symbolic_latex, view.substituted_latex],
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from app.calc.pipeline import SCHEDULE_NAMES, SCHEDULES, Simulation, closed_form, simulate
+from app.calc.pipeline import SCHEDULES, Simulation, closed_form, simulate
 from app.calc.pipeline_query import PipelineQuery
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import SCHEDULE_WORDS, say
 
 # `schedule` is drawn as an index into this tuple: gpipe, 1f1b, interleaved, zb-h1.
 SCHEDULE_ORDER = SCHEDULES
@@ -37,7 +38,7 @@ def _run(inputs: Mapping[str, float]) -> tuple[PipelineQuery, Simulation]:
 
 def _fields(query: PipelineQuery) -> dict[str, str]:
     return {
-        "schedule": SCHEDULE_NAMES[query.schedule],
+        "schedule": say(SCHEDULE_WORDS, query.schedule),
         "pp": str(query.pp),
         "microbatches": str(query.microbatches),
         "virtual_stages": str(query.virtual_stages),

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
+from app.calc.hardware import ACCELERATORS
 from app.calc.roofline_query import RooflineQuery, roofline_result
 from app.calculators.roofline_router import _formulas as roofline_formulas
+from app.i18n import gettext
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import DTYPE_WORDS, say
 
 # Index -> name; YAML items draw the index.
 GPU_ORDER = ("h100-sxm", "a100-80gb-sxm", "h200", "b200", "mi300x", "tpu-v5e")
@@ -35,6 +37,7 @@ def _query(inputs: Mapping[str, float], op: str = "matmul") -> RooflineQuery:
 
 
 def _fields(query: RooflineQuery, r: dict[str, Any]) -> dict[str, str]:
+    width = r["dtype_bytes"]
     return {
         # Plain digits: these go inside $...$, where a thousands comma renders as "8, 192".
         "b": str(query.b),
@@ -42,8 +45,9 @@ def _fields(query: RooflineQuery, r: dict[str, Any]) -> dict[str, str]:
         "f": str(query.f),
         "n": str(query.n),
         "gpu": ACCELERATORS[query.gpu].name,
-        "dtype": DTYPE_LABELS[query.dtype],
-        "dtype_bytes": f"{r['dtype_bytes']} byte" + ("s" if r["dtype_bytes"] > 1 else ""),
+        "dtype": say(DTYPE_WORDS, query.dtype),
+        # Two messages rather than ngettext: every width here is 1, 2 or 4 bytes.
+        "dtype_bytes": (gettext("{n} bytes") if width > 1 else gettext("{n} byte")).format(n=width),
         "peak": f"{r['peak_flops'] / 1e12:,.4g} TFLOP/s",
         "bandwidth": f"{r['hbm_bytes_per_s'] / 1e12:,.4g} TB/s",
     }

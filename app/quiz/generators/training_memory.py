@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from app.calc.activations import RECOMPUTE_MODES, ActivationSetup, layer_activations
-from app.calc.memory import ZERO_STAGE_NAMES
 from app.calc.model import PRESETS
-from app.calc.precision import OPTIMIZERS, bytes_per_param
+from app.calc.precision import bytes_per_param
 from app.calc.training import (
     MODEL_STATE_KEYS,
     MemoryReport,
@@ -23,8 +22,16 @@ from app.calc.training import (
     training_memory,
 )
 from app.calc.units import GB
-from app.formatting import count_short, latex_number
+from app.formatting import latex_number
+from app.i18n import N_, gettext
 from app.quiz.generators.solution import Solution
+from app.quiz.generators.words import (
+    OPTIMIZER_WORDS,
+    RECOMPUTE_WORDS,
+    ZERO_STAGE_WORDS,
+    parameters,
+    say,
+)
 
 # Index -> name; YAML items draw the index.
 MODELS = (
@@ -60,18 +67,18 @@ _DEFAULTS: dict[str, float] = {
 }
 
 _RECIPE_WORDS = {
-    "mixed_bf16": "mixed-precision bf16 (bf16 weights and gradients, fp32 master weights)",
-    "mixed_fp16": "mixed-precision fp16 (fp16 weights and gradients, fp32 master weights)",
-    "fp32": "plain fp32 (fp32 weights and gradients, no master copy)",
-    "bf16": "pure bf16 (bf16 weights and gradients, no fp32 master copy)",
-    "mixed_bf16_fp32_grads": (
+    "mixed_bf16": N_("mixed-precision bf16 (bf16 weights and gradients, fp32 master weights)"),
+    "mixed_fp16": N_("mixed-precision fp16 (fp16 weights and gradients, fp32 master weights)"),
+    "fp32": N_("plain fp32 (fp32 weights and gradients, no master copy)"),
+    "bf16": N_("pure bf16 (bf16 weights and gradients, no fp32 master copy)"),
+    "mixed_bf16_fp32_grads": N_(
         "Megatron-style mixed precision (bf16 weights, fp32 main gradients, fp32 master weights)"
     ),
 }
 _OFFLOAD_WORDS = {
-    "none": "no offload",
-    "optimizer": "optimizer offload to the CPU (ZeRO-Offload)",
-    "optimizer_and_params": "optimizer and parameter offload to the CPU (ZeRO-Infinity)",
+    "none": N_("no offload"),
+    "optimizer": N_("optimizer offload to the CPU (ZeRO-Offload)"),
+    "optimizer_and_params": N_("optimizer and parameter offload to the CPU (ZeRO-Infinity)"),
 }
 
 
@@ -91,8 +98,8 @@ def bytes_per_parameter(inputs: Mapping[str, float]) -> Solution:
     return Solution(
         answer=bpp.total,
         prompt_fields={
-            "recipe": _RECIPE_WORDS[recipe],
-            "optimizer": OPTIMIZERS[optimizer],
+            "recipe": say(_RECIPE_WORDS, recipe),
+            "optimizer": say(OPTIMIZER_WORDS, optimizer),
         },
         steps_latex=[
             r"b = b_w + b_g + b_m + b_o",
@@ -123,12 +130,12 @@ def _states_report(inputs: Mapping[str, float]) -> MemoryReport:
 def _states_fields(inputs: Mapping[str, float], report: MemoryReport) -> dict[str, str]:
     return {
         "model": report.setup.model.name,
-        "params": f"{count_short(report.params.total)} parameters",
+        "params": parameters(report.params.total),
         "dp": str(report.setup.parallel.dp),
-        "stage_name": ZERO_STAGE_NAMES[report.setup.parallel.zero_stage],
-        "recipe": _RECIPE_WORDS[report.setup.recipe],
-        "optimizer": OPTIMIZERS[report.setup.optimizer],
-        "offload": _OFFLOAD_WORDS[OFFLOAD_ORDER[_get(inputs, "offload")]],
+        "stage_name": say(ZERO_STAGE_WORDS, report.setup.parallel.zero_stage),
+        "recipe": say(_RECIPE_WORDS, report.setup.recipe),
+        "optimizer": say(OPTIMIZER_WORDS, report.setup.optimizer),
+        "offload": say(_OFFLOAD_WORDS, OFFLOAD_ORDER[_get(inputs, "offload")]),
     }
 
 
@@ -202,10 +209,9 @@ _TABLE_2: dict[tuple[str, bool], tuple[str, Callable[..., str]]] = {
         lambda s, b, h, a, t: rf"\frac{{2\cdot {s}\cdot {b}\cdot {h}}}{{{t}}}",
     ),
 }
-_MODE_WORDS = {
-    "none": "no recompute",
-    "selective": "selective recompute",
-    "full": "full recompute",
+_SP_WORDS = {
+    True: N_("with sequence parallelism"),
+    False: N_("without sequence parallelism"),
 }
 
 
@@ -228,6 +234,9 @@ def layer_activation_megabytes(inputs: Mapping[str, float]) -> Solution:
         dropout=True,
     )
     layer = layer_activations(cfg, setup)
+    mode = say(RECOMPUTE_WORDS, recompute)
+    if flash:
+        mode = gettext("{mode}, with FlashAttention").format(mode=mode)
     # FlashAttention never stores the s x s scores: the bytes of selective recompute.
     stored = "selective" if flash and recompute == "none" else recompute
     symbolic, substitute = _TABLE_2[(stored, setup.sp)]
@@ -239,8 +248,8 @@ def layer_activation_megabytes(inputs: Mapping[str, float]) -> Solution:
             "seq_len": str(s),
             "micro_batch": str(b),
             "tp": str(t),
-            "sp": "with sequence parallelism" if setup.sp else "without sequence parallelism",
-            "mode": _MODE_WORDS[recompute] + (", with FlashAttention" if flash else ""),
+            "sp": say(_SP_WORDS, setup.sp),
+            "mode": mode,
         },
         steps_latex=[
             rf"A_\text{{layer}} = {symbolic}",
