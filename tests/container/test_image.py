@@ -85,7 +85,11 @@ def test_a_demo_runs_on_the_containers_own_worker(stack: Stack) -> None:
     assert response.status_code == 200, response.text
     # Each of 2 ranks sends and receives the ring's 2(N-1)/N of 1 MiB = 1 MiB per step.
     assert len(re.findall(r'<td class="num logical">1,048,576</td>', response.text)) == 4
-    assert "= prediction" in response.text and "Finished." in response.text
+    # The verdict: the logical bytes equal the prediction, and nothing differs unexplained.
+    equal = (r'<tr data-status="equal"[^>]*>\s*(?:data:\s*)?'
+             r'<th scope="row">Logical bytes sent per rank')  # fmt: skip
+    assert re.search(equal, response.text), response.text
+    assert 'data-status="unexpected"' not in response.text and "Finished." in response.text
 
 
 def test_the_first_admin_answers_and_the_answer_survives_a_restart(stack: Stack) -> None:

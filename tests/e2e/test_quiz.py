@@ -4,13 +4,13 @@ a mock interview, and a group page that shows the members who opted in."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.main import create_app
+from tests.e2e.learner import register
 from tests.quiz.conftest import FIXTURE_CONTENT
 from tests.utils import make_settings, serving
 
@@ -25,14 +25,6 @@ def quiz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def register(page: Page, base: str) -> str:
-    name = f"learner-{uuid.uuid4().hex[:8]}"
-    page.goto(f"{base}/register")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", "a long password")
-    page.click("main button[type=submit]")
-    expect(page.locator(".account .who")).to_have_text(name)
-    return name
 
 
 def answer_current(page: Page) -> str:

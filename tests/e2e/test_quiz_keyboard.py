@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_quiz import quiz_server, register  # noqa: F401 (quiz_server: a fixture)
+from tests.e2e.learner import register
+from tests.e2e.test_quiz import quiz_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.browser
 
