@@ -67,6 +67,9 @@ class CardMeta(BaseModel):
     derived: dict[Figure, Text] = Field(default_factory=dict)  # figure: arithmetic of others
     inputs: list[Figure] = Field(default_factory=list)  # values a scenario picks, not facts
 
+    def sourced_figures(self) -> list[Decimal]:
+        return [f for s in self.sources for f in s.figures]
+
 
 class Card(BaseModel):
     meta: CardMeta
@@ -79,3 +82,10 @@ class Card(BaseModel):
     examples: list[str] = Field(default_factory=list)  # each ```example block, info and body
     links: list[str] = Field(default_factory=list)  # every href in the body, in-page ones aside
     figures: dict[Decimal, str] = Field(default_factory=dict)  # the prose's numbers, as written
+
+    def accounted_figures(self) -> set[Decimal]:
+        """Every figure the card accounts for: its prose's, and those its audit names (sourced,
+        derived or scenario inputs). An edition or a quiz item may state no other."""
+        meta = self.meta
+        named = set(meta.sourced_figures()) | set(meta.inputs) | set(meta.derived)
+        return set(self.figures) | named

@@ -162,9 +162,8 @@ def _check_audit(name: str, meta: CardMeta, figures: dict) -> None:
     """A card that says it was checked accounts for every figure its prose states."""
     if meta.checked and meta.checked > date.today():
         raise CardError(f"{name}: checked {meta.checked} is in the future")
-    sourced = [f for s in meta.sources for f in s.figures]
     problems = [] if meta.sources else ["a checked card lists its sources"]
-    problems += audit_problems(figures, sourced, meta.inputs, meta.derived)
+    problems += audit_problems(figures, meta.sourced_figures(), meta.inputs, meta.derived)
     if problems:
         raise CardError(f"{name}: fact audit: " + "; ".join(problems))
 
@@ -174,9 +173,7 @@ def check_edition(original: Card, edition: Card, name: str) -> None:
     sections in the same order (the fixed ones by name, through SECTION_NAMES; derivation
     sections by position), identical ```example blocks, so the calculators compute the same
     figures, the same links, and no figure the English card does not account for."""
-    meta = original.meta
-    accounted = (set(original.figures) | set(meta.inputs) | set(meta.derived)
-                 | {f for s in meta.sources for f in s.figures})  # fmt: skip
+    accounted = original.accounted_figures()
     problems = [
         f"{written} is not a figure of the English card"
         for figure, written in edition.figures.items()

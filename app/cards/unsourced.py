@@ -25,10 +25,9 @@ def report(path: Path) -> list[str]:
     tokens = _markdown().parse(source)
     meta = CardMeta.model_validate(yaml.safe_load(tokens[0].content))
     figures = prose_figures(tokens, (meta.title, meta.summary))
-    sourced = [f for s in meta.sources for f in s.figures]
     body_starts = tokens[0].map[1] if tokens[0].map else 0
     lines = []
-    for problem in audit_problems(figures, sourced, meta.inputs, meta.derived):
+    for problem in audit_problems(figures, meta.sourced_figures(), meta.inputs, meta.derived):
         written = problem.split(" ", 1)[0]
         where = next((f"{n}: {line.strip()[:110]}" for n, line in enumerate(source.splitlines(), 1)
                       if n > body_starts and written in line), "")  # fmt: skip

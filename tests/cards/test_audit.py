@@ -167,9 +167,7 @@ def quiz_figures_unaccounted() -> list[tuple[str, str]]:
             continue
         card = library.get(item.card)
         assert card is not None
-        meta = card.meta
-        accounted = (set(card.figures) | set(meta.inputs) | set(meta.derived)
-                     | {f for s in meta.sources for f in s.figures})  # fmt: skip
+        accounted = card.accounted_figures()
         texts = [item.prompt, *(getattr(item, f, "") or "" for f in
                  ("explanation", "solution", "back", "source", "wider_because"))]  # fmt: skip
         for option in getattr(item, "options", []):
