@@ -1,7 +1,8 @@
 """Names from app.calc as a prompt says them, in the language of the request drawing the question.
 
 app.calc stays free of translation, so the names it holds (ZeRO stages, optimizers, links,
-schedules, dtypes) are marked here with N_ and looked up with gettext when a generator runs,
+schedules, dtypes) are looked up with gettext when a generator runs (marked for extraction
+in app/calculators/labels.py, or here with N_ where that list has no such name),
 which is inside the request (app.i18n reads its language; outside a request it is English).
 In English every table equals the calculator's own names (tests/quiz/test_generated_chinese.py),
 so an English prompt is what it was. A name with no words to translate (ZeRO-1 (P_os), 1F1B
@@ -17,26 +18,17 @@ from app.calc.hardware import DTYPE_LABELS
 from app.calc.links import LINKS, Link
 from app.calc.memory import ZERO_STAGE_NAMES
 from app.calc.pipeline import SCHEDULE_NAMES
+from app.calc.precision import OPTIMIZERS
 from app.formatting import count_short
 from app.i18n import N_, gettext
 
-ZERO_STAGE_WORDS: dict[int, str] = {**ZERO_STAGE_NAMES, 0: N_("DDP (no sharding)")}
-OPTIMIZER_WORDS: dict[str, str] = {
-    "adam": N_("Adam / AdamW (fp32 momentum and variance)"),
-    "sgd_momentum": N_("SGD with momentum (fp32 momentum buffer)"),
-    "adam_8bit": N_("8-bit Adam (bitsandbytes, block-wise quantized m and v)"),
-}
-DTYPE_WORDS: dict[str, str] = {
-    **DTYPE_LABELS,
-    "fp32": N_("FP32 (no Tensor Cores)"),
-    "tf32": N_("TF32 (FP32 storage)"),
-}
-SCHEDULE_WORDS: dict[str, str] = {
-    **SCHEDULE_NAMES,
-    "gpipe": N_("GPipe (all forward, all backward)"),
-    "interleaved": N_("Interleaved 1F1B"),
-    "zb-h1": N_("Zero bubble ZB-H1"),
-}
+# app/calculators/labels.py marks every name app.calc defines for extraction (a test keeps it
+# complete), so these tables are the calculator's own; gettext finds their translations.
+ZERO_STAGE_WORDS: dict[int, str] = ZERO_STAGE_NAMES
+OPTIMIZER_WORDS: dict[str, str] = OPTIMIZERS
+DTYPE_WORDS: dict[str, str] = DTYPE_LABELS
+SCHEDULE_WORDS: dict[str, str] = SCHEDULE_NAMES
+# Link names are not among those labels: the ones with words to translate are marked here.
 LINK_WORDS: dict[str, str] = {
     **{slug: link.name for slug, link in LINKS.items()},
     "ib-ndr": N_("InfiniBand NDR 400 Gb/s (1 NIC per GPU)"),
