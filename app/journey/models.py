@@ -8,6 +8,10 @@ from sqlmodel import Field, SQLModel
 
 from app.accounts.models import utc_now
 
+# The plan form's bounds, and an imported progress file's.
+MIN_MINUTES_PER_DAY = 10
+MAX_MINUTES_PER_DAY = 600
+
 
 class StudyGoal(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)

@@ -29,7 +29,7 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS
 from app.language import request_language
-from app.quiz.progress import progress_of
+from app.quiz.progress import progress_of, states_of
 from app.security import CurrentUser, OptionalUser
 from app.templating import templates
 
@@ -50,9 +50,11 @@ def home(request: Request, user: OptionalUser, session: SessionDep) -> HTMLRespo
         return templates.TemplateResponse(request, "index.html", context)
     assert user.id is not None
     state = request.app.state
-    progress = progress_of(session, user.id, state.quiz, state.cards)
+    # One read of the learner's item states serves both the progress and the plan.
+    states = states_of(session, user.id)
+    progress = progress_of(session, user.id, state.quiz, state.cards, states=states)
     goal = goal_of(session, user.id)
-    plan = plan_for(session, user.id, goal, position, state.quiz, state.cards) if goal else None
+    plan = plan_for(goal, position, state.quiz, state.cards, states) if goal else None
     titles = {c.meta.id: c.meta.title for c in state.cards.in_language(request_language(request))}
     weakest_topics = sorted((t for t in progress.topics if t.studied),
                             key=lambda t: t.mastery)[:3]  # fmt: skip
@@ -98,7 +100,9 @@ def _plan_page(request: Request, session: SessionDep, user_id: int, status_code:
     goal = goal_of(session, user_id)
     position = _position(request, session, user_id)
     state = request.app.state
-    plan = plan_for(session, user_id, goal, position, state.quiz, state.cards) if goal else None
+    plan = None
+    if goal:
+        plan = plan_for(goal, position, state.quiz, state.cards, states_of(session, user_id))
     titles = {s.card_id: s.card.meta.title for s in position.steps}
     numbers = {s.card_id: s.number for s in position.steps}
     pace = {"wpm": READING_WORDS_PER_MINUTE, "hands_on": CALCULATOR_AND_DEMO_MINUTES,

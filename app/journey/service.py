@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
-from app.journey.models import StudyGoal
+from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.journey.plan import StepWork, StudyPlan, plan_study, step_minutes
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS, Level, Step, steps
 from app.quiz.bank import GRADED_KINDS, QuestionBank
@@ -73,7 +74,7 @@ class GoalForm(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     interview_date: date
-    minutes_per_day: int = Field(ge=10, le=600)
+    minutes_per_day: int = Field(ge=MIN_MINUTES_PER_DAY, le=MAX_MINUTES_PER_DAY)
 
     @model_validator(mode="after")
     def _ahead(self) -> GoalForm:
@@ -106,17 +107,17 @@ def set_goal(session: Session, user_id: int, form: GoalForm) -> StudyGoal:
 
 
 def plan_for(
-    session: Session,
-    user_id: int,
     goal: StudyGoal,
     position: Position,
     bank: QuestionBank,
     library: CardLibrary,
+    states: Iterable[ItemState],
     today: date | None = None,
 ) -> StudyPlan:
-    """The plan from today: the steps not done yet, in order, and the reviews already due.
-    Reading time is the English card's length in any language: a Chinese edition has no
-    spaces to count words by, and says the same things."""
+    """The plan from today: the steps not done yet, in order, and the reviews the learner's
+    item states (app.quiz.progress.states_of) bring due. Reading time is the English card's
+    length in any language: a Chinese edition has no spaces to count words by, and says the
+    same things."""
     work = []
     for step in position.steps:
         if step.card_id in position.done:
@@ -126,13 +127,7 @@ def plan_for(
         n = questions_to_finish(bank, step.card_id)
         work.append(StepWork(step.card_id, step_minutes(words, n), n))
     known = {item.id for item in bank.all()}
-    due = [
-        due.astimezone(UTC).date()
-        for item_id, due in session.exec(
-            select(ItemState.item_id, ItemState.due).where(ItemState.user_id == user_id)
-        )
-        if item_id in known
-    ]
+    due = [s.due.astimezone(UTC).date() for s in states if s.item_id in known]
     return plan_study(today or today_utc(), goal.interview_date, goal.minutes_per_day, work, due)
 
 

@@ -4,6 +4,7 @@ weakest items and the next due date, all from ItemState and QuizAttempt."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -39,9 +40,28 @@ class WeakItem:
 
 
 @dataclass(frozen=True)
+class DueReviews:
+    """Reviews due at two moments, so that pages never show one for the other."""
+
+    now: int  # what the daily review serves at this moment
+    by_end_of_today: int  # before the next UTC midnight, the ones due now included
+
+
+def due_reviews(states: Iterable[ItemState], now: datetime) -> DueReviews:
+    # A UTC day, as the study plan's days, the streak and the new-items cap count them.
+    dues = [s.due for s in states]
+    today = now.astimezone(UTC).date()
+    return DueReviews(
+        now=sum(1 for due in dues if due <= now),
+        by_end_of_today=sum(1 for due in dues if due.astimezone(UTC).date() <= today),
+    )
+
+
+@dataclass(frozen=True)
 class Progress:
     topics: list[TopicProgress]
     due_now: int
+    due_today: int  # by the end of today, due_now included: the study plan's reviews today
     next_due: datetime | None
     streak_days: int
     history: list[tuple[date, int, int]]  # day, answers, correct answers
@@ -95,10 +115,14 @@ def progress_of(
     bank: QuestionBank,
     cards: CardLibrary,
     now: datetime | None = None,
+    states: Sequence[ItemState] | None = None,
 ) -> Progress:
+    """`states`: the user's ItemState rows where the caller has read them already."""
     now = now or datetime.now(UTC)
     known = {item.id for item in bank.all()}
-    states = [s for s in states_of(session, user_id) if s.item_id in known]
+    if states is None:
+        states = states_of(session, user_id)
+    states = [s for s in states if s.item_id in known]
     attempts = list(
         session.exec(
             select(QuizAttempt.created_at, QuizAttempt.correct).where(
@@ -126,9 +150,11 @@ def progress_of(
         key=lambda w: (w.recall, -w.lapses),
     )[:5]  # fmt: skip
     upcoming = [s.due for s in states if s.due > now]
+    due = due_reviews(states, now)
     return Progress(
         topics=topic_progress(bank, cards, states, now),
-        due_now=sum(1 for s in states if s.due <= now),
+        due_now=due.now,
+        due_today=due.by_end_of_today,
         next_due=min(upcoming) if upcoming else None,
         streak_days=streak_days(set(per_day), today),
         history=history,
@@ -170,17 +196,21 @@ def _attempts_today(
 
 def review_count(
     session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
-    now: datetime | None = None,
+    now: datetime | None = None, new_left: int | None = None,
 ) -> ReviewCount:  # fmt: skip
     """Counts for the review's progress bar: an answer moves an item from due or new to
-    done; a wrong one brings it back as due a little later, so the total grows by one."""
+    done; a wrong one brings it back as due a little later, so the total grows by one.
+    `new_left` is new_left_today's count where the caller has it already (from next_item's
+    page)."""
     now = now or datetime.now(UTC)
+    if new_left is None:
+        new_left = new_left_today(session, user_id, now)
     item_ids = {item.id for item in bank.for_cards(card_ids)}
     states = [s for s in states_of(session, user_id) if s.item_id in item_ids]
     return ReviewCount(
         done=len(_attempts_today(session, user_id, item_ids, now)),
         due=sum(1 for s in states if s.due <= now),
-        new=min(len(item_ids) - len(states), new_left_today(session, user_id, now)),
+        new=min(len(item_ids) - len(states), new_left),
     )
 
 

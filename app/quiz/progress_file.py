@@ -1,22 +1,26 @@
 """One's own progress as a JSON file: export everything, import (validated, then merged).
 
 Import never loses data: the whole file is validated before anything is written, attempts
-already present are not added twice, and an item's scheduler state is replaced only by a
-state reviewed more recently. Everything lands in one transaction.
+already present are not added twice, an item's scheduler state is replaced only by a state
+reviewed more recently, and the study goal only by one set more recently. Everything lands in
+one transaction. Version 1 files, from before the goal was exported, import as they did.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 from fsrs import Card
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session, select
 
+from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.models import ItemState, QuizAttempt
 
 FORMAT = "shardlab-progress"
+VERSION = 2
 MAX_ATTEMPTS = 100_000
 
 
@@ -57,12 +61,27 @@ class ExportedAttempt(_Strict):
     created_at: AwareDatetime
 
 
+class ExportedGoal(_Strict):
+    # Any date: a goal exported before its interview is still the learner's once it has passed.
+    interview_date: date
+    minutes_per_day: Annotated[int, Field(ge=MIN_MINUTES_PER_DAY, le=MAX_MINUTES_PER_DAY)]
+    updated_at: AwareDatetime
+
+
 class ProgressFile(_Strict):
     format: Literal["shardlab-progress"]
-    version: Literal[1]
+    version: Literal[1, 2]
     exported_at: AwareDatetime
     states: list[ExportedState]
     attempts: Annotated[list[ExportedAttempt], Field(max_length=MAX_ATTEMPTS)]
+    goal: ExportedGoal | None = None  # absent from version 1; null when no goal was set
+
+
+@dataclass(frozen=True)
+class Imported:
+    attempts_added: int
+    states_updated: int
+    goal_restored: bool
 
 
 def export_progress(session: Session, user_id: int) -> dict[str, Any]:
@@ -70,9 +89,17 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
     attempts = session.exec(
         select(QuizAttempt).where(QuizAttempt.user_id == user_id).order_by(QuizAttempt.id)
     ).all()
+    goal = session.exec(select(StudyGoal).where(StudyGoal.user_id == user_id)).first()
+    exported_goal = None
+    if goal is not None:
+        exported_goal = ExportedGoal(
+            interview_date=goal.interview_date,
+            minutes_per_day=goal.minutes_per_day,
+            updated_at=goal.updated_at,
+        )
     data = ProgressFile(
         format=FORMAT,
-        version=1,
+        version=VERSION,
         exported_at=datetime.now(UTC),
         states=[
             ExportedState(
@@ -84,6 +111,7 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
             ExportedAttempt.model_validate(a.model_dump(exclude={"id", "user_id", "mock_id"}))
             for a in attempts
         ],
+        goal=exported_goal,
     )
     return data.model_dump(mode="json")
 
@@ -107,8 +135,8 @@ def _last_review(card: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(value) if value else datetime.min.replace(tzinfo=UTC)
 
 
-def import_progress(session: Session, user_id: int, data: ProgressFile) -> tuple[int, int]:
-    """Merges the file into this user's progress; returns (attempts added, states updated)."""
+def import_progress(session: Session, user_id: int, data: ProgressFile) -> Imported:
+    """Merges the file into this user's progress."""
     existing = {
         (a.item_id, a.created_at.astimezone(UTC))
         for a in session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id))
@@ -136,5 +164,19 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> tuple
         state.updated_at = datetime.now(UTC)
         session.add(state)
         updated += 1
+    goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
     session.commit()
-    return added, updated
+    return Imported(added, updated, goal_restored)
+
+
+def _restore_goal(session: Session, user_id: int, goal: ExportedGoal) -> bool:
+    """Takes the file's goal unless this user has set theirs since; adds it to the session."""
+    current = session.exec(select(StudyGoal).where(StudyGoal.user_id == user_id)).first()
+    if current is not None and current.updated_at.astimezone(UTC) >= goal.updated_at:
+        return False
+    current = current or StudyGoal(user_id=user_id, interview_date=goal.interview_date,
+                                   minutes_per_day=goal.minutes_per_day)  # fmt: skip
+    current.interview_date, current.minutes_per_day = goal.interview_date, goal.minutes_per_day
+    current.updated_at = goal.updated_at
+    session.add(current)
+    return True

@@ -83,6 +83,8 @@ async def progress_import(request: Request, user: CurrentUser, session: SessionD
     if data is None:
         return _page(request, user, session, 422, import_errors=problems)
     assert user.id is not None
-    added, updated = import_progress(session, user.id, data)
-    message = f"Imported: {added} answers added, {updated} item schedules updated."
+    imported = import_progress(session, user.id, data)
+    goal = ", study goal restored" if imported.goal_restored else ""
+    message = (f"Imported: {imported.attempts_added} answers added, "
+               f"{imported.states_updated} item schedules updated{goal}.")  # fmt: skip
     return _page(request, user, session, import_message=message)

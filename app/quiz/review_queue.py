@@ -68,11 +68,13 @@ def next_item(
     mode: Mode = "review",
     skip: str = "",
     now: datetime | None = None,
+    new_left: int | None = None,
 ) -> tuple[QuizItem, str] | None:
     """The next item and why it was chosen ('due', 'new', 'practice'), or None when a review
     has nothing due and nothing new. Practice never runs out: it falls back to the item with
     the lowest recall probability. `skip` (the item just answered) is served again only when
-    it is the only one left."""
+    it is the only one left. `new_left` is new_left_today's count where the caller has it
+    already (a review page's progress bar needs it too)."""
     now = now or datetime.now(UTC)
     items = bank.for_cards(card_ids)
     in_topic = {item.id for item in items}
@@ -85,7 +87,9 @@ def next_item(
     due_ids = [s.item_id for s in due]
     new_ids = [item.id for item in items if item.id not in states]
     if mode == "review":
-        new_ids = new_ids[: new_left_today(session, user_id, now)]
+        if new_left is None:
+            new_left = new_left_today(session, user_id, now)
+        new_ids = new_ids[:new_left]
     candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
     if mode == "practice":
         by_recall = sorted(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
@@ -23,7 +24,14 @@ from app.quiz.groups_router import router as groups_router
 from app.quiz.mock_router import router as mock_router
 from app.quiz.progress import ReviewCount, review_count, review_results
 from app.quiz.progress_router import router as progress_router
-from app.quiz.review_queue import Mode, UnknownTopic, next_item, topic_cards, topics
+from app.quiz.review_queue import (
+    Mode,
+    UnknownTopic,
+    new_left_today,
+    next_item,
+    topic_cards,
+    topics,
+)
 from app.quiz.service import (
     BadQuestion,
     Question,
@@ -78,7 +86,11 @@ def quiz_page(
             request, "quiz/question.html", {**context, "error": str(exc)}, status_code=422
         )
     assert user.id is not None
-    chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100])
+    now = datetime.now(UTC)
+    # The queue and the progress bar both cap new items by today's allowance: count it once.
+    new_left = new_left_today(session, user.id, now) if _mode(mode) == "review" else None
+    chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100], now=now,
+                       new_left=new_left)  # fmt: skip
     lang = request_language(request)
     if chosen is None:
         titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
@@ -88,7 +100,7 @@ def quiz_page(
     question = draw_question(bank.in_language(item, lang), random.Random())
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
     if _mode(mode) == "review":
-        context["count"] = review_count(session, user.id, bank, card_ids)
+        context["count"] = review_count(session, user.id, bank, card_ids, now, new_left)
     return templates.TemplateResponse(request, "quiz/question.html", context)
 
 

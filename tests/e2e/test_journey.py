@@ -15,8 +15,6 @@ from tests.e2e.learner import answer_any, register
 pytestmark = pytest.mark.browser
 
 
-
-
 def test_a_visitor_follows_start_here_through_a_whole_step(page: Page) -> None:
     page.goto("/")
     expect(page.locator("#path .path-step")).to_have_count(len(syllabus_order()))
@@ -67,7 +65,10 @@ def test_a_learner_plans_to_a_date_and_sees_the_plan_and_the_dashboard(page: Pag
     page.goto("/")
     expect(page.locator("#today")).to_contain_text("New:")
     expect(page.locator("#mastery .bar-row")).to_have_count(7)
-    expect(page.locator("#stat-due")).to_be_visible()
+    expect(page.locator("#stat-due .stat-label")).to_have_text("reviews due now")
+    expect(page.locator("#today-reviews")).to_contain_text(
+        "0 reviews due by the end of today, 0 of them now"
+    )
     expect(page.locator("#continue")).to_contain_text("step 1")
     # Too little time: the plan says so, with the minutes that would fit.
     page.goto("/plan")

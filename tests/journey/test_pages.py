@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from fsrs import Rating
+from sqlalchemy import event
+from sqlmodel import Session, select
 
+from app.accounts.models import User
 from app.journey.syllabus import syllabus_order
-from app.quiz.models import QuizAttempt
+from app.quiz.models import ItemState, QuizAttempt
+from app.quiz.scheduling import new_card, review
 from tests.utils import register
 
 
@@ -89,3 +94,51 @@ def test_answering_a_cards_questions_finishes_its_step(client: TestClient) -> No
     assert client.get("/start", follow_redirects=False).headers["location"] == "/path/2"
     assert 'id="step-done"' in client.get("/path/1").text
     assert f'class="path-step done" data-card="{first}"' in client.get("/").text
+
+
+def _add_states(client: TestClient, dues: list[datetime]) -> None:
+    """Item states of real bank items, one due at each of `dues`."""
+    with Session(client.app.state.engine) as session:
+        user = session.exec(select(User)).one()
+        for n, (item, due) in enumerate(zip(client.app.state.quiz.all(), dues, strict=False)):
+            card = review(new_card(n + 1, due - timedelta(days=3)), Rating.Good,
+                          due - timedelta(days=3))  # fmt: skip
+            session.add(ItemState(user_id=user.id, item_id=item.id, fsrs_card=card.to_dict(),
+                                  due=due, reviews=1))  # fmt: skip
+        session.commit()
+
+
+def test_reviews_due_now_and_by_the_end_of_today_add_up(client: TestClient) -> None:
+    now = datetime.now(UTC)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), UTC)
+    if midnight - now < timedelta(minutes=2):
+        pytest.skip("too close to midnight UTC for an item due later today")
+    register(client)
+    client.post("/plan", data={"interview_date": in_days(60), "minutes_per_day": "60"})
+    later_today = now + (midnight - now) / 2
+    _add_states(client, [now - timedelta(days=1), now - timedelta(hours=1), later_today,
+                         midnight + timedelta(hours=1)])  # fmt: skip
+    dashboard = client.get("/").text
+    assert re.search(r'id="stat-due"><span class="stat-value">2</span>'
+                     r'<span class="stat-label">reviews due now<', dashboard)  # fmt: skip
+    assert "3 reviews due by the end of today, 2 of them now" in dashboard
+    today = re.search(r'class="calendar-day today.*?</li>', client.get("/plan").text, re.S)
+    assert today and "<li>3 reviews</li>" in today.group(0)
+
+
+def test_the_dashboard_reads_item_states_once(client: TestClient) -> None:
+    register(client)
+    client.post("/plan", data={"interview_date": in_days(30), "minutes_per_day": "60"})
+    _add_states(client, [datetime.now(UTC) - timedelta(hours=1)])
+    statements: list[str] = []
+
+    def record(conn, cursor, statement: str, *args: object) -> None:  # noqa: ANN001
+        statements.append(statement)
+
+    engine = client.app.state.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert 'id="today-reviews"' in client.get("/").text
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert sum("FROM itemstate" in s for s in statements) == 1

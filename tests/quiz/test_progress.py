@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from fastapi.testclient import TestClient
 from fsrs import Card, Rating
-from sqlmodel import Session, select
+from sqlmodel import Session, delete, select
 
 from app.accounts.models import User
+from app.journey.models import StudyGoal
+from app.journey.plan import plan_study
 from app.quiz.bank import QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.progress import streak_days
+from app.quiz.progress import DueReviews, due_reviews, streak_days
 from app.quiz.scheduling import review
 from app.quiz.service import Outcome, question_for, record_answer
 from tests.quiz.conftest import FIXTURE_CONTENT
@@ -118,3 +120,96 @@ def test_a_bad_import_is_a_friendly_422_and_changes_nothing(quiz_client: TestCli
     assert after["states"] == before["states"] and after["attempts"] == before["attempts"]
     with Session(quiz_client.app.state.engine) as session:
         assert len(session.exec(select(QuizAttempt)).all()) == 1
+
+
+def _set_goal(client: TestClient, interview: date, minutes: int) -> None:
+    data = {"interview_date": interview.isoformat(), "minutes_per_day": str(minutes)}
+    assert client.post("/plan", data=data).status_code == 200
+
+
+def _goal(client: TestClient, username: str) -> StudyGoal | None:
+    with Session(client.app.state.engine) as session:
+        user = session.exec(select(User).where(User.username == username)).one()
+        return session.exec(select(StudyGoal).where(StudyGoal.user_id == user.id)).first()
+
+
+def _import(client: TestClient, data: dict) -> str:
+    response = client.post("/progress/import", files={"file": ("p.json", json.dumps(data))})
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def test_the_study_goal_round_trips_and_never_replaces_a_newer_one(
+    quiz_client: TestClient,
+) -> None:
+    interview = datetime.now(UTC).date() + timedelta(days=40)
+    register(quiz_client, "ada")
+    _set_goal(quiz_client, interview, 45)
+    exported = _export(quiz_client)
+    assert exported["version"] == 2
+    assert exported["goal"]["interview_date"] == interview.isoformat()
+    assert exported["goal"]["minutes_per_day"] == 45
+    log_out(quiz_client)
+    register(quiz_client, "bob")
+    assert "study goal restored" in _import(quiz_client, exported)
+    bob = _goal(quiz_client, "bob")
+    assert bob and (bob.interview_date, bob.minutes_per_day) == (interview, 45)
+    assert _export(quiz_client)["goal"] == exported["goal"]
+    assert "study goal restored" not in _import(quiz_client, exported)
+    # A goal set after the export is the learner's latest word: the file does not undo it.
+    _set_goal(quiz_client, interview + timedelta(days=7), 90)
+    assert "study goal restored" not in _import(quiz_client, exported)
+    bob = _goal(quiz_client, "bob")
+    assert bob and (bob.interview_date, bob.minutes_per_day) == (interview + timedelta(days=7), 90)
+
+
+def test_a_version_1_file_without_a_goal_imports_and_keeps_the_goal(
+    quiz_client: TestClient,
+) -> None:
+    interview = datetime.now(UTC).date() + timedelta(days=20)
+    register(quiz_client)
+    answer(quiz_client, "fx-single", **RIGHT["fx-single"])
+    old = {k: v for k, v in _export(quiz_client).items() if k != "goal"} | {"version": 1}
+    _set_goal(quiz_client, interview, 30)
+    with Session(quiz_client.app.state.engine) as session:
+        session.exec(delete(QuizAttempt))
+        session.commit()
+    assert "1 answers added" in _import(quiz_client, old)
+    goal = _goal(quiz_client, "ada")
+    assert goal and (goal.interview_date, goal.minutes_per_day) == (interview, 30)
+
+
+def test_a_malformed_goal_is_a_422_and_changes_nothing(quiz_client: TestClient) -> None:
+    interview = datetime.now(UTC).date() + timedelta(days=20)
+    register(quiz_client)
+    answer(quiz_client, "fx-single", **RIGHT["fx-single"])
+    _set_goal(quiz_client, interview, 30)
+    before = _export(quiz_client)
+    goal = before["goal"]
+    later = {"updated_at": (datetime.now(UTC) + timedelta(days=1)).isoformat()}
+    for bad, message in [
+        ({**goal, **later, "minutes_per_day": 5}, "goal.minutes_per_day"),
+        ({**goal, **later, "interview_date": "soon"}, "goal.interview_date"),
+        ({**goal, "updated_at": "2026-01-01T00:00:00"}, "goal.updated_at"),
+        ({"interview_date": goal["interview_date"]}, "goal.minutes_per_day"),
+        ({**goal, "hours": 2}, "goal.hours"),
+        ("2026-12-01", "goal"),
+    ]:
+        body = json.dumps({**before, "attempts": [], "goal": bad}).encode()
+        response = quiz_client.post("/progress/import", files={"file": ("p.json", body)})
+        assert response.status_code == 422, bad
+        assert "nothing changed" in response.text and message in response.text, bad
+    after = _export(quiz_client)
+    assert after["goal"] == before["goal"] and after["attempts"] == before["attempts"]
+
+
+def test_reviews_due_by_the_end_of_today_include_those_due_now_as_the_plan_counts() -> None:
+    now = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    dues = [now - timedelta(days=2), now, now + timedelta(hours=11, minutes=59),
+            now + timedelta(hours=12)]  # fmt: skip
+    states = [
+        ItemState(user_id=1, item_id=f"i{n}", fsrs_card={}, due=d) for n, d in enumerate(dues)
+    ]
+    assert due_reviews(states, now) == DueReviews(now=2, by_end_of_today=3)
+    plan = plan_study(now.date(), now.date() + timedelta(days=30), 60, [], [d.date() for d in dues])
+    assert plan.days[0].reviews == 3

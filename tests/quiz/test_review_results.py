@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
+from app.accounts.models import User
 from app.quiz.models import ItemState, QuizAttempt
 from tests.quiz.conftest import shown_item
 from tests.quiz.test_review import RIGHT, STUDY_ORDER
@@ -173,3 +174,23 @@ def test_a_daily_review_brings_in_at_most_new_per_day_new_items(client: TestClie
         assert next_item(session, user_id, bank, cards, "practice", now=now) is not None
         tomorrow = now + timedelta(days=1)
         assert new_left_today(session, user_id, tomorrow) == NEW_PER_DAY
+
+
+def test_a_count_of_new_items_left_given_by_the_caller_is_used_as_is(
+    quiz_client: TestClient,
+) -> None:
+    """A quiz page counts today's new items once and hands the count to both the queue and
+    the progress bar."""
+    from app.quiz.progress import review_count
+    from app.quiz.review_queue import next_item
+
+    register(quiz_client)
+    bank = quiz_client.app.state.quiz
+    cards = sorted({item.card for item in bank.all()})
+    with Session(quiz_client.app.state.engine) as session:
+        user_id = session.exec(select(User.id)).one()
+        assert next_item(session, user_id, bank, cards, "review", new_left=0) is None
+        assert next_item(session, user_id, bank, cards, "review", new_left=1) == (
+            bank.get(STUDY_ORDER[0]), "new")  # fmt: skip
+        assert review_count(session, user_id, bank, cards, new_left=2).new == 2
+        assert review_count(session, user_id, bank, cards).new == len(STUDY_ORDER)
