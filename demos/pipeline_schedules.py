@@ -6,6 +6,8 @@ runs chunks 2r and 2r+1 as one stage (GPipe, 1F1B, ZB-H1), or chunks r and r+p a
 stages (interleaved, Narayanan et al. SC'21 §2.2.2). ZB-H1 is torch's
 ScheduleInterleavedZeroBubble with one stage per rank: its order then is Qi et al.'s ZB-H1
 (stage i holds back its first i weight gradients), the order app.calc.pipeline simulates.
+Interleaved 1F1B is torch's ScheduleInterleaved1F1B, whose order at m = p is not Megatron-LM's;
+the page simulates torch's (PipelineSetup.interleaved_order).
 
 Each schedule runs one unmeasured step (torch exchanges tensor shapes on the first one), one
 counted step (its p2p ops and wire bytes, probes on), then one clean step that gives the

@@ -37,6 +37,7 @@ from typing import Literal
 
 Schedule = Literal["gpipe", "1f1b", "interleaved", "zb-h1"]
 Kind = Literal["F", "B", "W", "BW"]
+InterleavedOrder = Literal["megatron", "torch"]
 
 SCHEDULES: tuple[Schedule, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1")
 SCHEDULE_NAMES: dict[str, str] = {
@@ -59,6 +60,10 @@ class PipelineSetup:
     t_b: float = 1.0  # input gradient (B)
     t_w: float = 1.0  # weight gradient (W)
     t_p2p: float = 0.0  # send/recv between two stages
+    # Whose interleaved 1F1B order: Megatron-LM's, the papers' and the default, or that of
+    # torch.distributed.pipelining's ScheduleInterleaved1F1B, which the demo runs. They differ
+    # only at m = p (see _interleaved).
+    interleaved_order: InterleavedOrder = "megatron"
 
     @property
     def virtual_chunks(self) -> int:
@@ -143,12 +148,18 @@ def _one_f_one_b(p: int, m: int, stage: int) -> list[Action]:
     return order + [Action("BW", i) for i in range(m - warmup, m)]
 
 
-def _interleaved(p: int, m: int, stage: int, v: int) -> list[Action]:
+def _interleaved(p: int, m: int, stage: int, v: int, rule: InterleavedOrder) -> list[Action]:
     # Narayanan et al., Section 2.2.2 and Figure 4 (bottom), in the order Megatron-LM's
     # forward_backward_pipelining_with_interleaving runs it: the k-th chunk-forward is
     # micro-batch (k // (p v)) p + k % p on chunk (k % (p v)) // p; backwards run the chunks
     # in reverse. Warm-up: 2(p - stage - 1) + (v - 1) p chunk-forwards, or all of them when
     # m = p.
+    #
+    # torch 2.13's ScheduleInterleaved1F1B has no m = p exception: its warm-up is always
+    # min((v - 1) r + 2(p - 1 - stage), m v) with r = p micro-batches per round whenever p
+    # divides m (torch/distributed/pipelining/schedules.py:2872-2888, _get_warmup_ops, and
+    # :2935-2936 for r). So at m = p the stages from p/2 on start 1F1B before their last
+    # forward; every other set-up, and every stage below p/2, runs the same order either way.
     total = m * v
 
     def action(kind: Kind, k: int) -> Action:
@@ -157,7 +168,8 @@ def _interleaved(p: int, m: int, stage: int, v: int) -> list[Action]:
             chunk = v - 1 - chunk
         return Action(kind, (k // (p * v)) * p + k % p, chunk)
 
-    warmup = total if m == p else min(2 * (p - stage - 1) + (v - 1) * p, total)
+    all_forward_first = m == p and rule == "megatron"
+    warmup = total if all_forward_first else min(2 * (p - stage - 1) + (v - 1) * p, total)
     order = [action("F", k) for k in range(warmup)]
     for k in range(total - warmup):
         order += [action("F", warmup + k), action("BW", k)]
@@ -195,7 +207,7 @@ def stage_orders(setup: PipelineSetup) -> list[list[Action]]:
     if setup.schedule == "1f1b":
         return [_one_f_one_b(p, m, s) for s in range(p)]
     if setup.schedule == "interleaved":
-        return [_interleaved(p, m, s, setup.chunks) for s in range(p)]
+        return [_interleaved(p, m, s, setup.chunks, setup.interleaved_order) for s in range(p)]
     return [_zb_h1(p, m, s) for s in range(p)]
 
 

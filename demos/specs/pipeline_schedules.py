@@ -82,6 +82,15 @@ class PipelineSchedulesParams(BaseModel):
         if schedule in ("1f1b", "zb-h1") and self.microbatches < world_size:
             # torch's Schedule1F1B refuses it, and ZB-H1's closed form assumes it.
             found.append("1F1B and ZB-H1 need at least as many micro-batches as stages")
+        rounds = max(1, self.microbatches // world_size)
+        if schedule == "zb-h1" and self.microbatches % rounds:
+            # torch 2.13's ScheduleInterleavedZeroBubble, which runs ZB-H1 here, splits the
+            # micro-batches into m // p rounds of equal size and refuses any other m
+            # (torch/distributed/pipelining/schedules.py:3046-3048).
+            found.append(
+                f"torch's ZB-H1 runs the micro-batches in {rounds} equal rounds "
+                f"(m // p), so m must be a multiple of {rounds}"
+            )
         return found
 
     @property

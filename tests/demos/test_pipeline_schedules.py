@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.calc.pipeline import SCHEDULES, p2p_messages_per_stage, simulate, stage_orders
+from app.live.pages.pipeline_schedules import PipelinePrediction, verdict
 from app.live.worker_process import LocalWorker
 from demos.specs.pipeline_schedules import PipelineSchedulesParams
 from tests.worker_fixture import run_job
@@ -94,6 +95,29 @@ def test_real_compute_runs_and_matches_the_reference(demo_worker: WorkerInfo) ->
 
 
 @pytest.mark.demo
+def test_interleaved_with_as_many_micro_batches_as_ranks_runs_as_the_page_predicts(
+    demo_worker: WorkerInfo,
+) -> None:
+    # m = p: torch's warm-up is not Megatron-LM's here (tests/calc/test_pipeline_torch_order.py),
+    # so the last rank starts 1F1B before its last forward; the page predicts torch's order.
+    _, address, token = demo_worker
+    params = {**FIXED, "schedule": "interleaved", "microbatches": 2}
+    events = run_job(address, token, "pipeline_schedules", params)
+    assert [e["event"] for e in events] == ["accepted", "measurement", "done"]
+    prediction = PipelinePrediction(PipelineSchedulesParams(**params), 2)
+    assert prediction.torch_order_differs
+    orders = stage_orders(prediction.setup("interleaved"))
+    for row in events[1]["ranks"]:
+        expected = [(a.kind, a.microbatch, a.chunk) for a in orders[row["rank"]]]
+        assert _order(row["actions"]) == expected
+    assert events[1]["ranks"][1]["actions"][3][0] == "BW"  # F00 F10 F01 BW01 F11 ...
+    checks = verdict(events[-1]["summary"], prediction, "gloo")
+    assert [c for c in checks if c.status == "unexpected"] == []
+    peaks = next(c for c in checks if c.quantity.startswith("Peak micro-batches"))
+    assert peaks.status == "equal" and peaks.predicted == [2.0, 1.5]
+
+
+@pytest.mark.demo
 def test_a_schedule_the_world_size_cannot_run_is_a_clear_error(demo_worker: WorkerInfo) -> None:
     _, address, token = demo_worker
     events = run_job(
@@ -101,6 +125,35 @@ def test_a_schedule_the_world_size_cannot_run_is_a_clear_error(demo_worker: Work
     )
     assert events[-1]["event"] == "error"
     assert "micro-batches to be a multiple of the stages" in events[-1]["message"]
+
+
+@pytest.mark.demo
+def test_all_schedules_skip_zb_h1_where_torch_cannot_split_the_rounds(
+    demo_worker: WorkerInfo,
+) -> None:
+    # m = 5 on 2 ranks: torch's ZB-H1 wants 5 // 2 = 2 equal rounds; the job used to fail whole.
+    _, address, token = demo_worker
+    params = {**FIXED, "schedule": "all", "microbatches": 5, "forward_ms": 1, "backward_ms": 2}
+    events = run_job(address, token, "pipeline_schedules", params)
+    assert events[-1]["event"] == "done"
+    skipped = events[-1]["summary"]["skipped"]
+    assert skipped["zb-h1"] == (
+        "torch's ZB-H1 runs the micro-batches in 2 equal rounds (m // p), so m must be a "
+        "multiple of 2"
+    )
+    assert "interleaved" in skipped and "gpipe" not in skipped and "1f1b" not in skipped
+
+
+@pytest.mark.parametrize(
+    ("microbatches", "ranks", "runs"),
+    [(5, 2, False), (6, 2, True), (7, 2, False), (8, 2, True), (3, 2, True), (7, 3, False),
+     (8, 3, True), (4, 4, True)],
+)  # fmt: skip
+def test_zb_h1_runs_where_torchs_rounds_divide_the_micro_batches(
+    microbatches: int, ranks: int, runs: bool
+) -> None:
+    params = PipelineSchedulesParams(schedule="zb-h1", microbatches=microbatches)
+    assert (not params.problems("zb-h1", ranks)) is runs
 
 
 @pytest.mark.parametrize(

@@ -3,19 +3,21 @@ measured timeline summarised and drawn by the same functions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from app.calc.pipeline import (
     SCHEDULE_NAMES,
     ClosedForm,
+    PipelineSetup,
     Schedule,
     Simulation,
     StageMessages,
     closed_form,
     p2p_messages_per_stage,
     simulate,
+    stage_orders,
     timeline_summary,
 )
 from app.calculators.pipeline_view import Gantt, gantt
@@ -68,12 +70,27 @@ class PipelinePrediction:
     params: PipelineSchedulesParams
     world_size: int
 
+    def setup(self, name: Schedule) -> PipelineSetup:
+        """The simulator's set-up for one schedule, in the order torch runs it: the ranks run
+        torch's ScheduleInterleaved1F1B, whose order at m = p is not Megatron-LM's."""
+        return replace(self.params.setup(name, self.world_size), interleaved_order="torch")
+
+    @cached_property
+    def torch_order_differs(self) -> bool:
+        """Whether torch's interleaved order here is not the one Megatron-LM (and the
+        pipeline calculator) runs, so the page says which one it predicts."""
+        if "interleaved" not in self.params.schedules or self.of("interleaved").problems:
+            return False
+        torch_setup = self.setup("interleaved")
+        megatron = replace(torch_setup, interleaved_order="megatron")
+        return stage_orders(torch_setup) != stage_orders(megatron)
+
     @cached_property
     def schedules(self) -> list[SchedulePrediction]:
         found = []
         for name in self.params.schedules:
             problems = self.params.problems(name, self.world_size)
-            setup = self.params.setup(name, self.world_size)
+            setup = self.setup(name)
             found.append(
                 SchedulePrediction(
                     schedule=name,
