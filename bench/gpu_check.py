@@ -1,11 +1,14 @@
-"""Every demo once on a real worker, measured beside predicted: the check a GPU box needs.
+"""Every demo once on a real worker, judged as its web page judges it: the check a GPU box needs.
 
 Starts the demo worker as the app does (LocalWorker: `python -m demos.worker`) or under
 torchrun (--torchrun), sends each demo of the registry (demos/specs) its warm-up parameters,
-the smallest it has, through the app's WorkerClient, and prints one table per demo: measured
-(the demo's `summary`) beside predicted (its page's `predict`), as bench/demo_checks.py pairs
-them. Exits 1 when a demo fails or disagrees; a demo the worker refuses (gloo cannot run its
-collectives on CUDA) or that needs more ranks than there are is listed and not counted.
+the smallest it has, through the app's WorkerClient, and prints one table per demo: its page's
+verdict (app/live/pages/<demo>.py: `PAGE.predict`, then `PAGE.verdict` on the `done` summary),
+each quantity measured beside predicted as equal, explained (with the reason) or unexpected;
+then the figures no page judges (times, the CUDA allocator's bytes: bench/demo_checks.py).
+Exits 1 when a demo fails, returns a wrong result or has an unexpected check; a demo the worker
+refuses (gloo cannot run its collectives on CUDA) or that needs more ranks than there are is
+listed and not counted.
 
 Run from the repository root:
   .venv/bin/python bench/gpu_check.py --backend gloo --ranks 2            # CPU, as in CI
@@ -26,13 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from demo_checks import CHECKS  # bench/, beside this script
+from demo_checks import figures  # bench/, beside this script
 from demo_latency import free_address
 
 from app.live.pages import DEMO_PAGES
+from app.live.verdict import Check, reason_lines
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import PROJECT_ROOT, TOKEN_ENV, LocalWorker
 from demos.specs import DEMO_COLLECTIVES, DEMO_MIN_RANKS, DEMO_PARAMS
@@ -103,10 +108,16 @@ def page_of(demo: str) -> Any:
 async def run_one(
     client: WorkerClient, demo: str, params: dict[str, Any], status: dict[str, Any]
 ) -> dict[str, Any]:
-    """One demo's outcome: ok, disagrees, failed, refused or skipped, with its checks."""
+    """One demo's outcome: ok, disagrees, failed, refused or skipped, with its page's checks
+    and the figures no page judges."""
     world_size, backend, device = status["world_size"], status["backend"], status["device"]
     spec = DEMO_PARAMS[demo].model_validate(params)
-    result: dict[str, Any] = {"demo": demo, "params": spec.model_dump(), "checks": []}
+    result: dict[str, Any] = {
+        "demo": demo,
+        "params": spec.model_dump(),
+        "checks": [],
+        "figures": [],
+    }
     if world_size < DEMO_MIN_RANKS[demo]:
         reason = f"needs at least {DEMO_MIN_RANKS[demo]} ranks; this worker has {world_size}"
         return {**result, "status": "skipped", "reason": reason}
@@ -121,13 +132,22 @@ async def run_one(
     if expected_refusal is not None:
         reason = f"ran, though demos/specs/_devices.py says: {expected_refusal}"
         return {**result, "status": "disagrees", "reason": reason}
-    prediction = page_of(demo).predict(spec, world_size)
-    checks = CHECKS[demo](last["summary"], prediction, backend)
-    result["checks"] = [check.as_dict() for check in checks]
-    wrong = [check.quantity for check in checks if check.agrees is False]
+    page = page_of(demo)
+    checks = page.verdict(last["summary"], page.predict(spec, world_size), backend)
+    result["checks"] = [asdict(check) for check in checks]
+    result["figures"] = [asdict(figure) for figure in figures(demo, last["summary"])]
+    # The worker's own flag, every rank's rows: a wrong result fails the run even where the
+    # page's verdict has no row for it.
+    wrong = [e["iteration"] for e in events if e["event"] == "measurement" and not e["correct"]]
+    problems = [_label(c.scope, c.quantity) for c in checks if c.status == "unexpected"]
     if wrong:
-        return {**result, "status": "disagrees", "reason": "; ".join(wrong)}
-    return {**result, "status": "ok", "reason": ""}
+        problems.insert(0, f"wrong result at iteration {', '.join(map(str, wrong))}")
+    status = "failed" if wrong else "disagrees" if problems else "ok"
+    return {**result, "status": status, "reason": "; ".join(problems)}
+
+
+def _label(scope: str, quantity: str) -> str:
+    return f"{scope}: {quantity}" if scope else quantity
 
 
 def _short(value: Any) -> str:
@@ -138,12 +158,20 @@ def _short(value: Any) -> str:
 
 
 def print_result(result: dict[str, Any]) -> None:
+    """The verdict's rows as the page shows them, each reason once after the rows it covers;
+    then the unjudged figures."""
     print(f"\n== {result['demo']}: {result['status']}  {result['reason']}")
-    for check in result["checks"]:
-        verdict = {True: "=", False: "≠ WRONG", None: ""}[check["agrees"]]
-        predicted = "" if check["predicted"] is None else _short(check["predicted"])
-        measured = _short(check["measured"])
-        print(f"   {check['quantity']:<46} {measured:>20}  {predicted:>20}  {verdict}")
+    checks = [Check(**check) for check in result["checks"]]
+    for check, covers in zip(checks, reason_lines(checks), strict=True):
+        measured, predicted = _short(check.measured), _short(check.predicted)
+        label = _label(check.scope, check.quantity)
+        print(f"   {label:<58} {measured:>20}  {predicted:>20}  {check.status}")
+        if covers:
+            why = check.reason if check.status == "explained" else "not expected: no known cause"
+            print(f"      ↳ {f'the {covers} rows above: ' if covers > 1 else ''}{why}")
+    for figure in result["figures"]:
+        label = _label(figure["scope"], figure["quantity"])
+        print(f"   {label:<58} {_short(figure['measured']):>20}  (not judged)")
 
 
 def gloo_cuda_lines() -> list[str]:

@@ -5,6 +5,12 @@ buffers and the ranks started together by a barrier: once counted (logical and w
 once clean (its time), then checks every element of the clean run's result. One row per size
 and collective holds the runs' times and wire bytes; app.calc turns them into algorithm and bus
 bandwidth.
+
+A clean run's time is NCCL's own where the backend records one: the duration between the CUDA
+events ProcessGroupNCCL puts around the kernel, from torch's Flight Recorder
+(demos.flight_recorder), which is what nccl-tests times. Gloo records none, so there the time
+is the wall clock around the clean run, synchronised. Every row also carries what the backend
+logged of the clean run (its name for the op, group, sizes), beside what the counter saw.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import torch.distributed as dist
 
 from app.calc.bandwidth import algbw_bytes_per_s, busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective
+from demos import flight_recorder
 from demos.probes import RankInfo, count_then_time
-from demos.specs.collectives import KINDS, CollectivesParams
+from demos.specs.collectives import KINDS, CollectivesParams, run_times_s
 
 WARMUP: dict[str, Any] = {"max_size_mib": 1 / 1024, "sizes": 1, "iterations": 1}
 PRELOAD: tuple[str, ...] = ()
@@ -91,13 +98,19 @@ class Buffers:
         return calls[kind]
 
 
+def device_name(rank: RankInfo) -> str:
+    """What the page looks the link up by (app.calc.hardware.accelerator_for_device)."""
+    return torch.cuda.get_device_name(rank.device) if rank.device.type == "cuda" else "cpu"
+
+
 def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
     """This rank's side: one row per size and collective, each run in its own window."""
+    device = device_name(rank)
     for payload in params.payload_bytes(rank.world_size):
         buffers = Buffers(rank, payload // 4)
         for kind in KINDS:
             source, expected = buffers.fill(kind), buffers.expected(kind)
-            times, wires, correct = [], [], True
+            times, wires, windows, correct = [], [], [], True
             collective, result = buffers.prepare(kind, source)
             for _ in range(params.iterations):
                 counted, timed = count_then_time(
@@ -105,17 +118,37 @@ def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
                 )
                 times.append(timed.time_s)
                 wires.append(counted.wire_bytes)
+                windows.append(timed.recorded)
                 correct = correct and bool(torch.equal(result, expected))
+            recorded = flight_recorder.read(
+                windows, rank.backend, timed=flight_recorder.timed(rank.backend)
+            )
             yield {
                 "rank": rank.rank,
+                "device": device,
+                "backend": rank.backend,
                 "kind": kind,
                 "payload_bytes": payload,
                 "times_s": times,
+                "recorded_times_s": recorded_times_s(recorded),
                 "wire_bytes": wires,
                 "logical_bytes": counted.counter.logical_bytes(),
                 "collectives": counted.counter.by_kind(),
+                "recorded": [record.as_dict() for record in recorded[0]],
                 "correct": correct,
             }
+
+
+def recorded_times_s(runs: list[list[flight_recorder.Recorded]]) -> list[float] | None:
+    """Each clean run's time as the backend measured it, or None where any run lacks one
+    (gloo, NCCL without timing, a duration not yet read)."""
+    times = []
+    for records in runs:
+        durations = [record.duration_s for record in records]
+        if not durations or None in durations:
+            return None
+        times.append(sum(d for d in durations if d is not None))
+    return times
 
 
 def summary(
@@ -126,19 +159,30 @@ def summary(
     for event in measurements:
         ranks = event["ranks"]
         kind, payload = ranks[0]["kind"], ranks[0]["payload_bytes"]
-        time_s = slowest_rank_median_s([row["times_s"] for row in ranks])
+        times, source = run_times_s(ranks)
+        time_s = slowest_rank_median_s(times)
         results.append(
             {
                 "kind": kind,
                 "payload_bytes": payload,
                 "median_time_s": time_s,
+                "time_source": source,
+                "wall_time_s": slowest_rank_median_s([row["times_s"] for row in ranks]),
                 "algbw_gbps": algbw_bytes_per_s(payload, time_s) / 1e9,
                 "busbw_gbps": busbw_bytes_per_s(Collective(kind), payload, world_size, time_s)
                 / 1e9,
                 "logical_bytes_per_rank": [row["logical_bytes"] for row in ranks],
                 "wire_bytes_per_rank": [statistics.fmean(row["wire_bytes"]) for row in ranks],
                 "issued": [row["collectives"] for row in ranks],
+                "recorded": [row["recorded"] for row in ranks],
                 "correct": event["correct"],
             }
         )
-    return {"world_size": world_size, "iterations": params.iterations, "results": results}
+    first = measurements[0]["ranks"][0] if measurements else {}
+    return {
+        "world_size": world_size,
+        "iterations": params.iterations,
+        "device": first.get("device", "cpu"),
+        "backend": first.get("backend"),
+        "results": results,
+    }

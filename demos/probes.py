@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from app.calc.comm import Collective, ring_bytes_per_rank
+from demos import flight_recorder
 
 PROC_SELF_IO = Path("/proc/self/io")
 _RING_KINDS = frozenset(kind.value for kind in Collective)
@@ -299,18 +300,22 @@ class CountedStep:
 
 
 class TimedStep:
-    """One clean window: wall time only. It refuses to open while a dispatch mode (a probe)
-    is active, so no time a page shows can include the counter's cost."""
+    """One clean window: wall time, and the span in which the backend's own records of its
+    collectives fall (demos.flight_recorder, read after the step). It refuses to open while a
+    dispatch mode (a probe) is active, so no time a page shows can include the counter's
+    cost."""
 
     def __init__(self, sync: Callable[[], None] | None = None) -> None:
         self._sync = sync
         self.time_s = 0.0
         self._start_ns = 0
+        self.recorded = flight_recorder.Window()
 
     def __enter__(self) -> TimedStep:
         mode = _get_current_dispatch_mode()
         if mode is not None:
             raise RuntimeError(f"a timed window opened under {type(mode).__name__}: time it clean")
+        self.recorded.__enter__()
         self._start_ns = time.perf_counter_ns()
         return self
 
@@ -318,6 +323,7 @@ class TimedStep:
         if self._sync is not None:
             self._sync()  # NCCL is async: the end time must cover the queued work
         self.time_s = (time.perf_counter_ns() - self._start_ns) / 1e9
+        self.recorded.__exit__(*exc)
 
 
 def count_then_time(

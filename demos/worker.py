@@ -568,6 +568,7 @@ def rank_main(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
 
+    from demos import flight_recorder
     from demos.probes import RankInfo
 
     torch.set_num_threads(1)
@@ -585,6 +586,7 @@ def rank_main(args: argparse.Namespace) -> int:
         device_name = torch.cuda.get_device_name(device)
     else:
         device, device_name = torch.device("cpu"), "cpu"
+    flight_recorder.enable()
     dist.init_process_group(
         backend,
         timeout=timedelta(seconds=args.pg_timeout_s),

@@ -1,31 +1,39 @@
 // Live chart for the collectives demo: each `measurement` server-sent event (JSON, a DOM event
 // from htmx's hx-sse extension) is one collective at one size; the chart plots bus bandwidth
-// (nccl-tests' definition) against the buffer size S, one line per collective, log x.
+// (nccl-tests' definition) against the buffer size S, one line per collective, log x. On a GPU
+// with a preset in app.calc.hardware, a dashed line marks the busbw its link allows. Words come
+// from the chart element's data-labels, in the page's language.
 (function () {
   "use strict";
   var state = null;
   var colors = ["#2f5bd3", "#e0912f", "#7a4fc7", "#1f7a4d", "#b42318"];
 
   function freshState(el, m) {
-    var series = [{ label: "S (bytes)" }];
+    var words = JSON.parse(el.dataset.labels || "{}");
+    var series = [{ label: "S" }];
     m.kinds.forEach(function (kind, i) {
       series.push({ label: kind + " busbw GB/s", stroke: colors[i % colors.length], width: 2,
         points: { show: true } });
     });
+    var data = [m.sizes.slice()];
+    m.kinds.forEach(function () { data.push(m.sizes.map(function () { return null; })); });
+    if (m.peak_busbw_gbps) {
+      series.push({ label: m.peak_label + " " + (words.peak || "link peak") + " GB/s",
+        stroke: "#555", width: 1, dash: [6, 4], points: { show: false } });
+      data.push(m.sizes.map(function () { return m.peak_busbw_gbps; }));
+    }
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 260,
       scales: { x: { time: false, distr: 3, log: 2 }, y: { auto: true } },
       axes: [
-        { label: "buffer size S", values: function (u, vals) {
+        { label: words.size || "buffer size S", values: function (u, vals) {
           return vals.map(function (v) { return v >= 1048576 ? (v / 1048576) + " MiB" : (v / 1024) + " KiB"; });
         } },
-        { label: "bus bandwidth, GB/s", size: 60 },
+        { label: words.busbw || "bus bandwidth, GB/s", size: 60 },
       ],
       series: series,
     };
-    var data = [m.sizes.slice()];
-    m.kinds.forEach(function () { data.push(m.sizes.map(function () { return null; })); });
     return { el: el, data: data, kinds: m.kinds, plot: new window.uPlot(opts, data, el) };
   }
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.calc.hardware import ACCELERATORS, DTYPE_BYTES, peak_flops, ridge_point
+from app.calc.hardware import (
+    ACCELERATORS,
+    DTYPE_BYTES,
+    accelerator_for_device,
+    link_busbw_peak_bytes_per_s,
+    peak_flops,
+    ridge_point,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,3 +65,16 @@ def test_every_preset_has_a_source_and_sane_numbers() -> None:
 def test_missing_dtype_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="TPU v5e has no published fp8 peak"):
         peak_flops(ACCELERATORS["tpu-v5e"], "fp8")
+
+
+def test_a_device_torch_names_finds_its_preset_and_an_unknown_one_none() -> None:
+    assert accelerator_for_device("NVIDIA H100 80GB HBM3") is ACCELERATORS["h100-sxm"]
+    assert accelerator_for_device("NVIDIA H200") is ACCELERATORS["h200"]
+    assert accelerator_for_device("NVIDIA H100 NVL") is None  # no preset: no link assumed
+    assert accelerator_for_device("cpu") is None
+
+
+def test_the_links_busbw_peak_is_one_direction_of_the_datasheet_figure() -> None:
+    # H100 SXM: NVLink 900 GB/s over both directions, 450 GB/s each way
+    assert link_busbw_peak_bytes_per_s(ACCELERATORS["h100-sxm"]) == 450e9
+    assert link_busbw_peak_bytes_per_s(ACCELERATORS["a100-80gb-sxm"]) == 300e9

@@ -84,3 +84,23 @@ def test_summary_takes_the_slowest_rank_and_the_median_iteration() -> None:
     assert result["wire_bytes_per_rank"] == [110, 210, 310, 410]
     assert result["iterations"] == 3
     assert result["correct"] is True
+
+
+def test_nccls_own_times_set_the_median_only_when_every_rank_recorded_them() -> None:
+    """Rows as an NCCL worker sends them (no GPU here, so written out): recorded times win;
+    one rank without them puts every row back on the wall clock, never a mix."""
+    from demos.all_reduce import summary
+
+    params = AllReduceParams(size_mib=1, iterations=1)
+
+    def row(rank: int, source: str) -> dict:
+        recorded = source == "recorded"
+        return {"rank": rank, "logical_bytes": 0, "wire_bytes": 0, "time_source": source,
+                "time_s": 1e-4 if recorded else 5e-3, "wall_time_s": 5e-3}  # fmt: skip
+
+    both = summary(
+        params, 2, [{"ranks": [row(0, "recorded"), row(1, "recorded")], "correct": True}]
+    )
+    assert (both["time_source"], both["median_time_s"]) == ("recorded", 1e-4)
+    one = summary(params, 2, [{"ranks": [row(0, "recorded"), row(1, "wall")], "correct": True}])
+    assert (one["time_source"], one["median_time_s"]) == ("wall", 5e-3)

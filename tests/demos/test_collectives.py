@@ -58,6 +58,43 @@ def test_gloo_reduce_scatter_writes_what_a_whole_all_reduce_writes(demo_worker: 
     assert results["broadcast"]["wire_bytes_per_rank"][1] < HEADER_ALLOWANCE_BYTES
 
 
+@pytest.mark.demo
+def test_the_backend_records_each_clean_run_as_gloo_runs_it(demo_worker: WorkerInfo) -> None:
+    """torch's Flight Recorder on gloo: one entry per clean run, in the default group of 2,
+    with the sizes the counter saw; the reduce-scatter logged as the all-reduce gloo runs.
+    Gloo records no duration, so the times are the wall clock's."""
+    _, address, token = demo_worker
+    events = run_job(address, token, "collectives", {"max_size_mib": 1, "sizes": 1})
+    s = 2**20
+    # the backend's name, input bytes and output bytes of one rank's clean run
+    expected = {
+        "all_reduce": ("all_reduce", s, s),
+        "reduce_scatter": ("all_reduce", s, s),  # gloo reduces all of S, then keeps its half
+        "all_gather": ("all_gather", s // 2, s),
+        "broadcast": ("broadcast", s, s),
+        "all_to_all": ("all_to_all", s, s),
+    }
+    for event in events[1:-1]:
+        for row in event["ranks"]:
+            name, input_bytes, output_bytes = expected[row["kind"]]
+            assert row["recorded"] == [
+                {
+                    "backend": "gloo",
+                    "name": name,
+                    "kind": name,
+                    "group": "0",
+                    "group_size": 2,
+                    "input_bytes": input_bytes,
+                    "output_bytes": output_bytes,
+                    "duration_s": None,
+                }
+            ]
+            assert row["recorded_times_s"] is None
+    for result in events[-1]["summary"]["results"]:
+        assert result["time_source"] == "wall"
+        assert result["median_time_s"] == result["wall_time_s"]
+
+
 def test_sizes_are_a_multiple_of_the_ranks_in_float32() -> None:
     params = CollectivesParams(max_size_mib=1, sizes=3)
     assert params.payload_bytes(2) == [2**16, 2**18, 2**20]

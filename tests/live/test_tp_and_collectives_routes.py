@@ -67,9 +67,52 @@ def test_collectives_stream_rows_chart_points_and_the_comparison(app_client: Tes
     assert html.count("= prediction") == 10 and "≠ prediction" not in html
     assert html.count("as predicted") == 10
     assert '<td class="num rs-ag-logical">262,144</td>' in html
+    # gloo logs its own name for each op and records no time: the wall clock times them
+    assert html.count('<td class="recorded">gloo:all_reduce</td>') == 4  # AR and RS, 2 sizes
+    assert html.count('<td class="time-source">wall clock</td>') == 10
+    assert all(p["peak_busbw_gbps"] is None for p in points)
+    assert "CPU ranks talk through the kernel" in html
 
 
 def test_collectives_refuse_a_buffer_over_the_bound(app_client: TestClient) -> None:
     panel = app_client.get("/demos/collectives/run", params={"max_size_mib": 17})
     assert panel.status_code == 422
     assert "Largest buffer (MiB): must be at most 16" in panel.text
+
+
+def test_on_nccl_the_page_times_by_nccls_events_and_draws_the_links_peak() -> None:
+    """An NCCL run's summary and rows as the worker would send them on 2 H100s (this machine has
+    no GPU, so the run is written out here): NCCL's durations set the time and busbw, and the
+    chart's peak is NVLink 4's 450 GB/s one way."""
+    from app.live.pages.collectives import PAGE, CollectivesPrediction, chart_points
+    from demos.collectives import summary
+    from demos.specs.collectives import CollectivesParams
+
+    params = CollectivesParams(max_size_mib=1, sizes=1, iterations=1)
+    s = 2**20
+    logged = {"backend": "nccl", "name": "all_reduce", "kind": "all_reduce", "group": "0",
+              "group_size": 2, "input_bytes": s, "output_bytes": s, "duration_s": 1e-5}  # fmt: skip
+    rows = [
+        {"rank": r, "device": "NVIDIA H100 80GB HBM3", "backend": "nccl", "kind": "all_reduce",
+         "payload_bytes": s,
+         "times_s": [5e-5], "recorded_times_s": [1e-5 * (r + 1)], "wire_bytes": [0],
+         "logical_bytes": s, "collectives": [], "recorded": [logged], "correct": True}
+        for r in range(2)
+    ]  # fmt: skip
+    event = {"ranks": rows, "correct": True}
+    prediction = CollectivesPrediction(params, world_size=2)
+    [result] = summary(params, 2, [event])["results"]
+    assert result["time_source"] == "recorded"
+    assert result["median_time_s"] == 2e-5  # the slower rank's NCCL time, not the wall clock
+    assert result["busbw_gbps"] == pytest.approx(s / 2e-5 / 1e9)  # 2(N-1)/N = 1 at N = 2
+    point = chart_points(event, prediction)
+    assert point["peak_busbw_gbps"] == 450.0
+    assert point["peak_label"] == "NVLink 4 (18 links)"
+    gloo_on_cuda = {"ranks": [{**row, "backend": "gloo"} for row in rows], "correct": True}
+    assert chart_points(gloo_on_cuda, prediction)["peak_busbw_gbps"] is None
+    checks = PAGE.verdict(summary(params, 2, [event]), prediction, "nccl")
+    assert [c.status for c in checks if c.quantity == "S in the backend's own log"] == ["equal"]
+    assert checks[0].quantity == "Results of every collective" and checks[0].status == "equal"
+    wrong = {"ranks": rows, "correct": False}
+    [first, *_] = PAGE.verdict(summary(params, 2, [wrong]), prediction, "nccl")
+    assert first.status == "unexpected" and first.measured == "wrong on some rank"

@@ -10,6 +10,7 @@ from typing import Any
 from app.calc.bandwidth import busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
 from app.calc.gloo import gloo_bytes_per_rank
+from app.calc.hardware import accelerator_for_device, link_busbw_peak_bytes_per_s
 from app.formatting import bytes_human, latex_fraction
 from app.i18n import N_
 from app.live.demo_page import DemoPage
@@ -20,7 +21,7 @@ from app.live.verdict import (
     gloo_header_allowance_bytes,
     wire_check,
 )
-from demos.specs.collectives import KINDS, CollectivesParams
+from demos.specs.collectives import KINDS, CollectivesParams, run_times_s
 
 KIND_NAMES = {
     "all_reduce": "all-reduce",
@@ -103,7 +104,27 @@ class CollectivesPrediction:
 
     @staticmethod
     def time_s(event: dict[str, Any]) -> float:
-        return slowest_rank_median_s([row["times_s"] for row in event["ranks"]])
+        return slowest_rank_median_s(run_times_s(event["ranks"])[0])
+
+    @staticmethod
+    def link_peak(device: str, backend: str | None) -> dict[str, Any] | None:
+        """The busbw the device's scale-up link allows NCCL (app.calc.hardware), or None: CPU
+        ranks talk over loopback, gloo moves even CUDA tensors through host memory, and a GPU
+        without a preset has no link assumed."""
+        accelerator = accelerator_for_device(device)
+        if accelerator is None or backend != "nccl":
+            return None
+        return {
+            "device": accelerator.name,
+            "link": accelerator.interconnect,
+            "busbw_gbps": link_busbw_peak_bytes_per_s(accelerator) / 1e9,
+        }
+
+    @staticmethod
+    def recorded_names(result: dict[str, Any]) -> list[str]:
+        """The backend's names for the op, as rank 0 logged it ("all_reduce" for gloo's
+        reduce-scatter)."""
+        return [f"{r['backend']}:{r['name']}" for r in result["recorded"][0]]
 
     def busbw_gbps(self, kind: str, payload_bytes: int, time_s: float) -> float:
         return busbw_bytes_per_s(Collective(kind), payload_bytes, self.world_size, time_s) / 1e9
@@ -120,6 +141,10 @@ class CollectivesPrediction:
 
 
 SEVERITY = {"equal": 0, "explained": 1, "unexpected": 2}
+RESULT = {
+    True: N_("what it must be, every element on every rank"),
+    False: N_("wrong on some rank"),
+}
 
 
 def verdict(
@@ -128,7 +153,10 @@ def verdict(
     """Per collective, logical and wire bytes per rank against the ring: judged at every size,
     shown at the size that fares worst (the largest when all fare alike). The logical rows
     first, then the wire rows, those with one reason together."""
-    logical, wire = [], []
+    results_right = all(r["correct"] for r in summary["results"])
+    outcome = check(N_("Results of every collective"), RESULT[results_right], RESULT[True],
+                    unit="text")  # fmt: skip
+    logical, recorded, wire = [], [], []
     for kind in prediction.kinds:
         results = sorted(
             (r for r in summary["results"] if r["kind"] == kind), key=lambda r: r["payload_bytes"]
@@ -136,8 +164,12 @@ def verdict(
         if results:
             logical.append(_worst([_logical_check(prediction, r) for r in results]))
             wire.append(_worst([_wire_check(prediction, r, backend) for r in results]))
+        # runs recorded before the Flight Recorder was read have no "recorded"
+        if results and all("recorded" in r for r in results):
+            recorded.append(_worst([_recorded_check(prediction, r) for r in results]))
     reasons = list(dict.fromkeys((c.status, c.reason) for c in wire))
-    return logical + sorted(wire, key=lambda c: reasons.index((c.status, c.reason)))
+    wire.sort(key=lambda c: reasons.index((c.status, c.reason)))
+    return [outcome, *logical, *recorded, *wire]
 
 
 def _scope(kind: str, payload_bytes: int) -> str:
@@ -151,6 +183,21 @@ def _logical_check(prediction: CollectivesPrediction, result: dict[str, Any]) ->
     agrees = prediction.logical_agrees(kind, size, result["logical_bytes_per_rank"])
     return check(N_("Logical bytes / rank"), measured, predicted,
                  scope=_scope(kind, size), agrees=agrees)  # fmt: skip
+
+
+def _recorded_check(prediction: CollectivesPrediction, result: dict[str, Any]) -> Check:
+    """What the backend logged of a clean run (torch's Flight Recorder): one op of S bytes in a
+    group of all N ranks, on every rank."""
+    size, n = result["payload_bytes"], prediction.world_size
+    logged = [sum(max(r["input_bytes"], r["output_bytes"]) for r in rank)
+              for rank in result["recorded"]]  # fmt: skip
+    one_op_of_all_ranks = all(
+        len(rank) == 1 and rank[0]["group_size"] in (n, None) for rank in result["recorded"]
+    )
+    measured = max(logged, key=lambda m: abs(m - size))
+    return check(N_("S in the backend's own log"), measured, size,
+                 scope=_scope(result["kind"], size),
+                 agrees=one_op_of_all_ranks and all(m == size for m in logged))  # fmt: skip
 
 
 def _wire_check(
@@ -178,12 +225,15 @@ def _worst(checks: list[Check]) -> Check:
 def chart_points(event: dict[str, Any], prediction: CollectivesPrediction) -> dict[str, Any]:
     first = event["ranks"][0]
     kind, payload = first["kind"], first["payload_bytes"]
+    peak = prediction.link_peak(first.get("device", "cpu"), first.get("backend"))
     return {
         "kind": KIND_NAMES[kind],
         "kinds": [KIND_NAMES[k] for k in KINDS],
         "sizes": prediction.sizes,
         "payload_bytes": payload,
         "busbw_gbps": prediction.busbw_gbps(kind, payload, prediction.time_s(event)),
+        "peak_busbw_gbps": peak["busbw_gbps"] if peak else None,
+        "peak_label": peak["link"] if peak else None,
     }
 
 
@@ -208,6 +258,10 @@ PAGE = DemoPage(
     scripts=("/static/js/demo-collectives.js",),
     passes=N_(
         "bytes (logical and wire) from a counted run of each collective, probes on; time from "
-        "a second, clean run, no probe (median of the iterations' clean runs, slowest rank)."
+        "a second, clean run, no probe (median of the iterations' clean runs, slowest rank). "
+        "On NCCL that time is NCCL's own: the CUDA events the process group records around "
+        "the kernel, read from torch's Flight Recorder, as nccl-tests times it; gloo records "
+        "no time, so there it is the wall clock around the run. What the backend logged of "
+        "each clean run (its name for the op, its group, its sizes) is checked too."
     ),
 )
