@@ -9,7 +9,11 @@ from fastapi.testclient import TestClient
 
 from app.calc.activations import mlp_stack_saved_bytes
 from app.calc.checkpointing import mlp_stack_backward_peak
+from app.live.worker_process import LocalWorker
 from tests.live.test_demo_routes import _sse_events
+from tests.worker_fixture import run_job
+
+WorkerInfo = tuple[LocalWorker, str, str]
 
 pytestmark = pytest.mark.demo
 
@@ -43,6 +47,25 @@ def test_mixed_precision_stream_ends_with_the_range_table(app_client: TestClient
     assert 'id="range-table"' in html and 'id="limits-table"' in html
     assert "not as predicted" not in html and "≠" not in html
     assert "Finished." in html
+    assert "the sum, on every rank, in every case" in html  # the all-reduce's result, judged
+
+
+def test_the_mixed_precision_verdict_flags_a_wrong_all_reduce(demo_worker: WorkerInfo) -> None:
+    """A real run's summary with one case's all-reduce marked wrong, as a rank that summed
+    badly would report it (no real run sums wrongly on demand)."""
+    from app.live.pages.mixed_precision import PAGE
+
+    _, address, token = demo_worker
+    params = {"gradients": 64, "loss_weight_exponent": 16, "spread_exponent": 14}
+    summary = run_job(address, token, "mixed_precision", params)[-1]["summary"]
+    prediction = PAGE.predict(PAGE.params(**params), 2)
+    right = next(c for c in PAGE.verdict(summary, prediction, "gloo")
+                 if c.quantity == "All-reduced gradients")  # fmt: skip
+    assert right.status == "equal"
+    summary["cases"][0]["all_reduce_correct"] = False
+    wrong = next(c for c in PAGE.verdict(summary, prediction, "gloo")
+                 if c.quantity == "All-reduced gradients")  # fmt: skip
+    assert wrong.status == "unexpected" and wrong.measured == "wrong on some rank"
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,7 @@ SAMPLED = N_(
     "input and by those within half a 16-bit step of it"
 )
 NONE_SKIPPED = N_("none")
+SUMMED = {True: N_("the sum, on every rank, in every case"), False: N_("wrong on some rank")}
 # torch.finfo's figures beside the IEEE formats' (the worker's names, then app.calc's)
 LIMITS = (
     ("max", "max_finite"),
@@ -159,6 +160,9 @@ def verdict(
         predicted = prediction.of(same[0]["case"]).payload_bytes
         worst = max((c["payload_bytes"] for c in same), key=lambda b: abs(b - predicted))
         checks.append(check(N_("All-reduce payload per rank"), worst, predicted, scope=dtype))
+    # runs recorded before the summary kept it have no all_reduce_correct
+    summed = all(c.get("all_reduce_correct", True) for c in cases)
+    checks.append(check(N_("All-reduced gradients"), SUMMED[summed], SUMMED[True], unit="text"))
     for fmt in prediction.formats():
         measured = summary["range"]["formats"][fmt.name]
         casts = sum(
