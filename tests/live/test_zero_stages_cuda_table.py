@@ -47,3 +47,27 @@ def test_cuda_runs_add_the_allocator_per_phase() -> None:
     assert 'id="zero-cuda-table"' in html
     assert html.count('<td class="num">3,000,000</td>') == len(STRATEGIES)  # the step's peak
     assert html.count('<td class="num">4,194,304</td>') == len(STRATEGIES)  # reserved
+
+
+def test_the_memory_table_gives_ranks_with_the_same_bytes_one_row() -> None:
+    """At 64 ranks the table had 1,024 rows; ranks alike now share one."""
+    from app.live.pages.zero_stages import PAGE
+    from demos.specs.zero_stages import ZeroStagesParams
+
+    prediction = PAGE.predict(ZeroStagesParams(), 64)
+    ddp = [prediction.memory("ddp", rank) for rank in range(64)]
+    assert [rank for rank, _, _ in prediction.memory_by_ranks("ddp", ddp)] == ["0–63"]
+    # a rank measured differently from its neighbours keeps a row of its own
+    odd = [dict(m) for m in ddp]
+    odd[5]["grads"] += 4
+    rows = prediction.memory_by_ranks("ddp", odd)
+    assert [rank for rank, _, _ in rows] == ["0–4", "5", "6–63"]
+    assert rows[1][1]["grads"] == rows[1][2]["grads"] + 4
+    zero1 = [prediction.memory("zero1", rank) for rank in range(64)]
+    grouped = prediction.memory_by_ranks("zero1", zero1)
+    assert sum(len(_ranks(label)) for label, _, _ in grouped) == 64
+
+
+def _ranks(label: str) -> range:
+    first, _, last = label.partition("–")
+    return range(int(first), int(last or first) + 1)

@@ -110,6 +110,24 @@ class ZeroPrediction:
     def _zero1_owner(self) -> list[int]:
         return greedy_partition([numel(s) for s in self.shapes], self.world_size)
 
+    def memory_by_ranks(
+        self, strategy: str, measured: list[dict[str, Any]]
+    ) -> list[tuple[str, dict[str, Any], dict[str, int]]]:
+        """The memory table's rows: consecutive ranks whose measured and predicted bytes are
+        the same share one row ("0–63"), so 64 ranks of DDP are 4 rows rather than 256."""
+        groups: list[tuple[int, int, dict[str, Any], dict[str, int]]] = []
+        for rank, mem in enumerate(measured):
+            exact = self.memory(strategy, rank)
+            if groups and groups[-1][2] == mem and groups[-1][3] == exact:
+                first, _, _, _ = groups[-1]
+                groups[-1] = (first, rank, mem, exact)
+            else:
+                groups.append((rank, rank, mem, exact))
+        return [
+            (str(first) if first == last else f"{first}–{last}", mem, exact)
+            for first, last, mem, exact in groups
+        ]
+
     def memory(self, strategy: str, rank: int) -> dict[str, int]:
         """Exact bytes of distinct storage on `rank` after a step (and params after forward)."""
         full = self.model_bytes
