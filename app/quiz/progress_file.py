@@ -16,6 +16,7 @@ from fsrs import Card
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session, select
 
+from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.models import ItemState, QuizAttempt
 
@@ -122,11 +123,12 @@ def parse_progress(raw: bytes) -> tuple[ProgressFile | None, list[str]]:
         return ProgressFile.model_validate_json(raw), []
     except ValidationError as exc:
         problems = []
+        # A field's own complaint stays pydantic's: it names a key of the file, not of the page.
         for error in exc.errors()[:10]:
-            where = ".".join(str(p) for p in error["loc"]) or "the file"
+            where = ".".join(str(p) for p in error["loc"]) or gettext("the file")
             problems.append(f"{where}: {error['msg']}")
         if any(e["type"] == "json_invalid" for e in exc.errors()):
-            return None, ["this is not a JSON file exported by ShardLab"]
+            return None, [gettext("this is not a JSON file exported by ShardLab")]
         return None, problems
 
 

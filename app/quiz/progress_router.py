@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
 
 from app.db import SessionDep
+from app.i18n import gettext
 from app.language import request_language
 from app.quiz.progress import progress_of
 from app.quiz.progress_file import export_progress, import_progress, parse_progress
@@ -75,16 +76,22 @@ async def progress_import(request: Request, user: CurrentUser, session: SessionD
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
-        return _page(request, user, session, 422, import_errors=["choose a file to import"])
+        problem = gettext("choose a file to import")
+        return _page(request, user, session, 422, import_errors=[problem])
     raw = await upload.read(MAX_IMPORT_BYTES + 1)
     if len(raw) > MAX_IMPORT_BYTES:
-        return _page(request, user, session, 422, import_errors=["the file is over 20 MB"])
+        problem = gettext("the file is over %(mib)s MiB") % {"mib": MAX_IMPORT_BYTES // 2**20}
+        return _page(request, user, session, 422, import_errors=[problem])
     data, problems = parse_progress(raw)
     if data is None:
         return _page(request, user, session, 422, import_errors=problems)
     assert user.id is not None
     imported = import_progress(session, user.id, data)
-    goal = ", study goal restored" if imported.goal_restored else ""
-    message = (f"Imported: {imported.attempts_added} answers added, "
-               f"{imported.states_updated} item schedules updated{goal}.")  # fmt: skip
+    counts = {"answers": imported.attempts_added, "schedules": imported.states_updated}
+    if imported.goal_restored:
+        message = gettext("Imported: %(answers)s answers added, %(schedules)s item schedules "
+                          "updated, study goal restored.") % counts  # fmt: skip
+    else:
+        message = gettext("Imported: %(answers)s answers added, %(schedules)s item schedules "
+                          "updated.") % counts  # fmt: skip
     return _page(request, user, session, import_message=message)

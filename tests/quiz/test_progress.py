@@ -122,6 +122,16 @@ def test_a_bad_import_is_a_friendly_422_and_changes_nothing(quiz_client: TestCli
         assert len(session.exec(select(QuizAttempt)).all()) == 1
 
 
+def test_import_messages_are_in_the_readers_language(quiz_client: TestClient) -> None:
+    register(quiz_client)
+    bad = quiz_client.post("/progress/import?lang=zh", files={"file": ("p.json", b"nope")})
+    assert bad.status_code == 422 and "这不是 ShardLab 导出的 JSON 文件" in bad.text
+    exported = _export(quiz_client)
+    body = json.dumps(exported).encode()
+    done = quiz_client.post("/progress/import?lang=zh", files={"file": ("p.json", body)})
+    assert done.status_code == 200 and "已导入" in done.text and "Imported" not in done.text
+
+
 def _set_goal(client: TestClient, interview: date, minutes: int) -> None:
     data = {"interview_date": interview.isoformat(), "minutes_per_day": str(minutes)}
     assert client.post("/plan", data=data).status_code == 200
