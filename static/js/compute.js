@@ -8,14 +8,15 @@
     if (!el || !window.uPlot || el.dataset.drawn) return;
     var s = JSON.parse(el.dataset.series);
     var here = s.gpus.map(function (g, i) { return g === s.current ? s.days[i] : null; });
-    new window.uPlot({
+    var t = JSON.parse(el.dataset.labels);  // in the reader's language
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 260,
       scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
-      axes: [{ label: "GPUs" }, { label: "days", size: 70 }],
+      axes: [{ label: t.gpus }, { label: t.days, size: 70 }],
       series: [
-        { label: "GPUs" },
-        { label: "days at this utilization", stroke: "#2f5bd3", width: 2 },
-        { label: "this set-up", stroke: "#b42318", width: 0, points: { show: true, size: 10, fill: "#b42318" } },
+        { label: t.gpus },
+        { label: t.curve, stroke: "#2f5bd3", width: 2 },
+        { label: t.here, stroke: "#b42318", width: 0, points: { show: true, size: 10, fill: "#b42318" } },
       ],
     }, [s.gpus, s.days, here], el);
     el.dataset.drawn = "1";

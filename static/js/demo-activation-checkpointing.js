@@ -9,35 +9,40 @@
   var state = null;
 
   function freshState(el, modes) {
-    var series = [{ label: "iteration" }];
+    var words = window.ShardLabAxes.labels(el, { iteration: "iteration", saved: "{mode} saved",
+      predicted: "predicted", mibAxis: "MiB saved for backward", msAxis: "ms per step", modes: {} });
+    var name = function (mode) { return words.modes[mode] || mode; };
+    var series = [{ label: words.iteration }];
     modes.forEach(function (mode, i) {
-      series.push({ label: mode + " saved MiB", scale: "MiB", stroke: COLORS[i % COLORS.length],
+      series.push({ label: words.saved.replace("{mode}", name(mode)) + " MiB", scale: "MiB", stroke: COLORS[i % COLORS.length],
                     width: 0, points: { show: true, size: 9, fill: COLORS[i % COLORS.length] } });
     });
     modes.forEach(function (mode, i) {
-      series.push({ label: mode + " ms", scale: "ms", stroke: COLORS[i % COLORS.length],
+      series.push({ label: name(mode) + " ms", scale: "ms", stroke: COLORS[i % COLORS.length],
                     width: 0, points: { show: true, size: 7, fill: "#ffffff" } });
     });
-    series.push({ label: "predicted MiB", scale: "MiB", stroke: "#5b6472", width: 0,
+    series.push({ label: words.predicted + " MiB", scale: "MiB", stroke: "#5b6472", width: 0,
                   points: { show: true, size: 5, fill: "#5b6472" } });
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 240,
       scales: { x: { time: false }, MiB: { auto: true, range: function (u, min, max) { return [0, max * 1.1]; } }, ms: { auto: true } },
       axes: [
-        { label: "iteration", incrs: [1, 2, 5, 10] },
-        { scale: "MiB", label: "MiB saved for backward" },
-        { scale: "ms", side: 1, label: "ms per step", grid: { show: false } },
+        { label: words.iteration, incrs: [1, 2, 5, 10] },
+        { scale: "MiB", label: words.mibAxis },
+        { scale: "ms", side: 1, label: words.msAxis, grid: { show: false } },
       ],
       series: series,
     };
     var data = series.map(function () { return []; });
-    return { el: el, modes: modes, data: data, plot: new window.uPlot(opts, data, el) };
+    var plot = new window.uPlot(opts, data, el);
+    el.uplot = plot;
+    return { el: el, modes: modes, data: data, plot: plot };
   }
 
   document.addEventListener("measurement", function (e) {
     var el = document.getElementById("demo-chart");
-    if (!el || !window.uPlot) return;
+    if (!el || !window.uPlot || !window.ShardLabAxes) return;
     var m = JSON.parse(e.detail.data);
     if (m.saved_bytes === undefined) return;
     if (!state || state.el !== el) state = freshState(el, m.modes);

@@ -13,8 +13,9 @@
     var axes = window.ShardLabAxes;
     var grouped = ranks.length > axes.MAX_RANK_LINES;
     var words = axes.labels(el, { fastest: "fastest rank", median: "median rank", slowest: "slowest rank",
-      least: "least written", most: "most written" });
-    var series = [{ label: "iteration" }];
+      least: "least written", most: "most written", iteration: "iteration", rank: "rank {rank}",
+      rankWire: "rank {rank} wire", predicted: "predicted", msAxis: "ms per all-reduce", mibAxis: "MiB sent" });
+    var series = [{ label: words.iteration }];
     if (grouped) {
       [words.fastest, words.median, words.slowest].forEach(function (name, i) {
         series.push({ label: name + " ms", scale: "ms", stroke: COLORS[i], width: 2 });
@@ -24,22 +25,22 @@
       });
     } else {
       ranks.forEach(function (r, i) {
-        series.push({ label: "rank " + r.rank + " ms", scale: "ms", stroke: COLORS[i % COLORS.length], width: 2 });
+        series.push({ label: words.rank.replace("{rank}", r.rank) + " ms", scale: "ms", stroke: COLORS[i % COLORS.length], width: 2 });
       });
       ranks.forEach(function (r, i) {
-        series.push({ label: "rank " + r.rank + " wire MiB", scale: "MiB", stroke: COLORS[i % COLORS.length], dash: [4, 4] });
+        series.push({ label: words.rankWire.replace("{rank}", r.rank) + " MiB", scale: "MiB", stroke: COLORS[i % COLORS.length], dash: [4, 4] });
       });
     }
-    series.push({ label: "predicted MiB", scale: "MiB", stroke: "#5b6472", width: 1 });
+    series.push({ label: words.predicted + " MiB", scale: "MiB", stroke: "#5b6472", width: 1 });
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 240,
       scales: { x: { time: false }, ms: { auto: true }, MiB: { auto: true } },
       axes: [
-        { label: "iteration", incrs: [1, 2, 5, 10] },
-        { scale: "ms", label: "ms per all-reduce" },
+        { label: words.iteration, incrs: [1, 2, 5, 10] },
+        { scale: "ms", label: words.msAxis },
         // Wire and predicted bytes differ by a few hundred bytes per MiB: show the digits.
-        { scale: "MiB", side: 1, label: "MiB sent", grid: { show: false }, size: 70,
+        { scale: "MiB", side: 1, label: words.mibAxis, grid: { show: false }, size: 70,
           values: function (u, vals) { return vals.map(function (v) { return v.toFixed(4); }); } },
       ],
       series: series,

@@ -11,24 +11,25 @@
   function freshState(el, ranks) {
     var colors = ["#2f5bd3", "#e0912f", "#7a4fc7", "#1f7a4d", "#b42318", "#0e7490", "#a16207", "#be185d"];
     var grouped = ranks.length > window.ShardLabAxes.MAX_RANK_LINES;
-    var words = window.ShardLabAxes.labels(el, { least: "least written", most: "most written" });
-    var series = [{ label: "step" }, { label: "predicted KiB", stroke: "#5b6472", width: 1 },
-      { label: "rank 0 logical KiB", stroke: "#111827", width: 2, dash: [2, 3] }];
+    var words = window.ShardLabAxes.labels(el, { least: "least written", most: "most written", step: "step",
+      predicted: "predicted", rankLogical: "rank {rank} logical", rankWire: "rank {rank} wire",
+      xAxis: "step (splits one after the other)", yAxis: "KiB sent per step (fwd + bwd)" });
+    var series = [{ label: words.step }, { label: words.predicted + " KiB", stroke: "#5b6472", width: 1 },
+      { label: words.rankLogical.replace("{rank}", 0) + " KiB", stroke: "#111827", width: 2, dash: [2, 3] }];
     if (grouped) {
       [words.least, words.most].forEach(function (name, i) {
         series.push({ label: name + " KiB", stroke: colors[i], width: 2 });
       });
     } else {
       ranks.forEach(function (r, i) {
-        series.push({ label: "rank " + r.rank + " wire KiB", stroke: colors[i % colors.length], width: 2 });
+        series.push({ label: words.rankWire.replace("{rank}", r.rank) + " KiB", stroke: colors[i % colors.length], width: 2 });
       });
     }
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 240,
       scales: { x: { time: false } },
-      axes: [{ label: "step (splits one after the other)", incrs: [1, 2, 5, 10] },
-        { label: "KiB sent per step (fwd + bwd)", size: 70 }],
+      axes: [{ label: words.xAxis, incrs: [1, 2, 5, 10] }, { label: words.yAxis, size: 70 }],
       series: series,
     };
     var data = series.map(function () { return []; });

@@ -7,8 +7,7 @@
   var NAMES = { ddp: "DDP", zero1: "ZeRO-1", zero2: "ZeRO-2", zero3: "ZeRO-3" };
   var SHORT = { ddp: "DDP", zero1: "Z1", zero2: "Z2", zero3: "Z3" };  // where the names do not fit
   var COLORS = { ddp: "#2f5bd3", zero1: "#e0912f", zero2: "#7a4fc7", zero3: "#1f7a4d" };
-  var KINDS = [["params", "parameters", "#2f5bd3"], ["grads", "gradients", "#e0912f"],
-    ["optimizer", "optimizer states", "#7a4fc7"]];
+  var KINDS = [["params", "#2f5bd3"], ["grads", "#e0912f"], ["optimizer", "#7a4fc7"]];
   var KIB = 1024;
   var loss = null;
   var memory = null;
@@ -16,16 +15,19 @@
   function width(el) { return Math.max(280, el.clientWidth || 600); }
 
   function lossChart(el, strategies) {
-    var series = [{ label: "step" }];
+    var words = window.ShardLabAxes.labels(el, { step: "step", loss: "loss (mean over ranks)" });
+    var series = [{ label: words.step }];
     strategies.forEach(function (s, i) {
       // Dashes of different lengths keep coinciding curves visible under one another.
       series.push({ label: NAMES[s], stroke: COLORS[s], width: 2, dash: i ? [2 + 4 * i, 4] : [],
         points: { show: true } });
     });
     var opts = { width: width(el), height: 220, scales: { x: { time: false } }, series: series,
-      axes: [{ label: "step", incrs: [1, 2, 5] }, { label: "loss (mean over ranks)", size: 60 }] };
+      axes: [{ label: words.step, incrs: [1, 2, 5] }, { label: words.loss, size: 60 }] };
     var data = series.map(function () { return []; });
-    return { el: el, strategies: strategies, data: data, plot: new window.uPlot(opts, data, el) };
+    var plot = new window.uPlot(opts, data, el);
+    el.uplot = plot;
+    return { el: el, strategies: strategies, data: data, plot: plot };
   }
 
   // One stacked bar per rank (parameters, gradients, optimizer states), the ranks of each
@@ -42,14 +44,15 @@
     });
     var raw = KINDS.map(function () { return xs.map(function () { return null; }); });
     var bars = window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.85, 48] }) : undefined;
-    var words = window.ShardLabAxes.labels(el, { rank: "rank" });
+    var words = window.ShardLabAxes.labels(el, { rank: "rank", params: "parameters", grads: "gradients",
+      optimizer: "optimizer states", yAxis: "KiB per rank after the step" });
     var series = [{ label: words.rank, value: function (_u, v) {
       return v === null ? "" : NAMES[strategies[Math.floor(v / (n + gap))]] + " · " + rankAt(v, n, gap);
     } }];
     // Drawn top of the stack first, so each later (lower) part covers the one before it.
     KINDS.slice().reverse().forEach(function (k, i) {
       var kind = KINDS.length - 1 - i;
-      series.push({ label: k[1] + " KiB", fill: k[2], stroke: k[2], paths: bars, points: { show: !bars },
+      series.push({ label: words[k[0]] + " KiB", fill: k[1], stroke: k[1], paths: bars, points: { show: !bars },
         value: function (_u, _v, _si, di) { return di === null || raw[kind][di] === null ? "–" : raw[kind][di].toFixed(2); } });
     });
     function rankTicks(u) {
@@ -76,7 +79,7 @@
           grid: { show: false }, size: 28, gap: 4 },
         { scale: "x", side: 2, splits: function () { return centres; }, grid: { show: false }, ticks: { show: false },
           values: function (u) { return groupNames(u); }, size: 24, gap: 0 },
-        { label: "KiB per rank after the step", size: 70 },
+        { label: words.yAxis, size: 70 },
       ] };
     var data = [xs].concat(KINDS.map(function () { return xs.map(function () { return null; }); }));
     var plot = new window.uPlot(opts, data, el);

@@ -13,16 +13,17 @@
     var s = JSON.parse(el.dataset.series);
     var pct = s.goodput.map(function (g) { return 100 * g; });
     var dot = function (color) { return { show: true, size: 10, fill: color, stroke: color }; };
-    new window.uPlot({
+    var t = JSON.parse(el.dataset.labels);  // in the reader's language
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 260,
       scales: { x: { time: false, distr: 3 } },
-      axes: [{ label: "checkpoint interval τ (minutes)" }, { label: "goodput %", size: 50 }],
+      axes: [{ label: t.x }, { label: t.y, size: 50 }],
       series: [
-        { label: "τ (min)" },
-        { label: "goodput", stroke: "#2f5bd3", width: 2 },
+        { label: t.tau },
+        { label: t.goodput, stroke: "#2f5bd3", width: 2 },
         { label: "Young", stroke: "#b42318", width: 0, points: dot("#b42318") },
         { label: "Daly", stroke: "#7a4fc7", width: 0, points: dot("#7a4fc7") },
-        { label: "yours", stroke: "#1f7a4d", width: 0, points: dot("#1f7a4d") },
+        { label: t.yours, stroke: "#1f7a4d", width: 0, points: dot("#1f7a4d") },
       ],
     }, [s.minutes, pct, mark(s.minutes, pct, s.young_min), mark(s.minutes, pct, s.daly_min),
         mark(s.minutes, pct, s.chosen_min)], el);

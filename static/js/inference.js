@@ -12,16 +12,17 @@
     var budget = s.batch.map(function () { return s.budget_bytes / u; });
     var whole = s.batch.map(function () { return s.gpu_memory_bytes / u; });
     var now = s.batch.map(function (b, i) { return b === s.batch_now ? totals[i] : null; });
-    new window.uPlot({
+    var t = JSON.parse(el.dataset.labels);  // in the reader's language
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 260,
       scales: { x: { time: false, distr: 3, log: 2 } },
-      axes: [{ label: "batch (sequences)" }, { label: s.unit + " per GPU", size: 60 }],
+      axes: [{ label: t.x }, { label: t.y, size: 60 }],
       series: [
-        { label: "batch" },
-        { label: "weights + KV cache + overhead", stroke: "#2f5bd3", width: 2 },
-        { label: "budget (u × memory)", stroke: "#b42318", dash: [6, 4] },
+        { label: t.batch },
+        { label: t.total, stroke: "#2f5bd3", width: 2 },
+        { label: t.budget, stroke: "#b42318", dash: [6, 4] },
         { label: s.gpu, stroke: "#8a8a8a", dash: [2, 4] },
-        { label: "your batch", stroke: "#1f7a4d", points: { show: true, size: 9, fill: "#1f7a4d" }, width: 0 },
+        { label: t.yours, stroke: "#1f7a4d", points: { show: true, size: 9, fill: "#1f7a4d" }, width: 0 },
       ],
     }, [s.batch, totals, budget, whole, now], el);
     el.dataset.drawn = "1";

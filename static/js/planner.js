@@ -12,15 +12,16 @@
       return d.chosen && m === d.chosen[0] && d.step_s[i] === d.chosen[1] ? d.step_s[i] : null;
     });
     var none = function () { return null; };
-    new window.uPlot({
+    var t = JSON.parse(el.dataset.labels);  // in the reader's language
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 300,
       scales: { x: { time: false } },
-      axes: [{ label: "memory per GPU (GB)" }, { label: "step time (s)", size: 60 }],
+      axes: [{ label: t.x }, { label: t.y, size: 60 }],
       series: [
-        { label: "GB per GPU" },
-        { label: "layouts", stroke: "#7a869a", paths: none, points: { show: true, size: 5 } },
-        { label: "Pareto front", stroke: "#2f5bd3", width: 2, spanGaps: true, points: { show: true, size: 7 } },
-        { label: "shown below", stroke: "#b42318", paths: none, points: { show: true, size: 12, width: 2 } },
+        { label: t.memory },
+        { label: t.layouts, stroke: "#7a869a", paths: none, points: { show: true, size: 5 } },
+        { label: t.front, stroke: "#2f5bd3", width: 2, spanGaps: true, points: { show: true, size: 7 } },
+        { label: t.chosen, stroke: "#b42318", paths: none, points: { show: true, size: 12, width: 2 } },
       ],
     }, [d.memory_gb, d.step_s, d.front_s, chosen], el);
     el.dataset.drawn = "1";

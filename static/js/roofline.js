@@ -11,15 +11,16 @@
     var roof = s.roof.map(tera);
     var op = s.intensity.map(function (x) { return x === s.op_intensity ? s.op_flops / 1e12 : null; });
     var ridge = s.intensity.map(function (x, i) { return x === s.ridge ? roof[i] : null; });
-    new window.uPlot({
+    var t = JSON.parse(el.dataset.labels);  // in the reader's language
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 300,
       scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
-      axes: [{ label: "arithmetic intensity (FLOP/byte)" }, { label: "TFLOP/s", size: 70 }],
+      axes: [{ label: t.x }, { label: "TFLOP/s", size: 70 }],
       series: [
-        { label: "intensity" },
-        { label: s.gpu + " roof", stroke: "#2f5bd3", width: 2 },
-        { label: s.label, stroke: "#b42318", width: 0, points: { show: true, size: 12, fill: "#b42318" } },
-        { label: "ridge point", stroke: "#666", width: 0, points: { show: true, size: 8, fill: "#666" } },
+        { label: t.intensity },
+        { label: t.roof, stroke: "#2f5bd3", width: 2 },
+        { label: t.operation, stroke: "#b42318", width: 0, points: { show: true, size: 12, fill: "#b42318" } },
+        { label: t.ridge, stroke: "#666", width: 0, points: { show: true, size: 8, fill: "#666" } },
       ],
     }, [s.intensity, roof, op, ridge], el);
     el.dataset.drawn = "1";

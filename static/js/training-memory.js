@@ -12,11 +12,11 @@
     var limit = s.dp.map(function () { return s.limit_bytes / s.unit_bytes; });
     // Labels come translated from the page (data-*), in English when absent.
     var d = el.dataset;
-    new window.uPlot({
+    el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 260,
       scales: { x: { time: false, distr: 3, log: 2 } },
       axes: [{ label: d.xLabel || "data-parallel degree" },
-             { label: s.unit + " " + (d.yLabel || "per GPU"), size: 60 }],
+             { label: d.yLabel || s.unit + " per GPU", size: 60 }],
       series: [{ label: "DP" }, { label: d.seriesLabel || "this set-up", stroke: "#2f5bd3", width: 2 },
                { label: s.gpu, stroke: "#b42318", dash: [6, 4] }],
     }, [s.dp, ys, limit], el);
