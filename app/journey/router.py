@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
-from app.forms import parse_form
+from app.forms import SubmittedForm, parse_form
 from app.journey.plan import (
     CALCULATOR_AND_DEMO_MINUTES,
     MINUTES_PER_QUESTION,
@@ -119,12 +119,12 @@ def plan_page(request: Request, user: CurrentUser, session: SessionDep) -> HTMLR
 
 
 @router.post("/plan", response_class=HTMLResponse, response_model=None)
-async def plan_set(
-    request: Request, user: CurrentUser, session: SessionDep
+def plan_set(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
 ) -> HTMLResponse | RedirectResponse:
     assert user.id is not None
-    form, errors = parse_form(GoalForm, await request.form(), GOAL_LABELS)
-    if form is None:
+    goal, errors = parse_form(GoalForm, form, GOAL_LABELS)
+    if goal is None:
         return _plan_page(request, session, user.id, 422, errors=errors)
-    set_goal(session, user.id, form)
+    set_goal(session, user.id, goal)
     return RedirectResponse("/plan", status_code=303)

@@ -10,7 +10,7 @@ import random
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.forms import parse_form
+from app.forms import SubmittedForm, parse_form
 from app.quiz.design_run import DESIGN_LABELS, DesignAnswer, score_design
 from app.quiz.layouts import SCENARIOS, SCHEDULE_TEXT, planner_url, scenario_fields
 from app.security import CurrentUser
@@ -34,9 +34,12 @@ def design_page(request: Request, user: CurrentUser, scenario: int | None = None
 
 
 @router.post("", response_class=HTMLResponse)
-async def design_answer(request: Request, user: CurrentUser) -> HTMLResponse:  # noqa: ARG001
+def design_answer(
+    request: Request,
+    user: CurrentUser,
+    form: SubmittedForm,  # noqa: ARG001
+) -> HTMLResponse:
     """Scores the submitted layout against the planner; form errors come back inline (422)."""
-    form = await request.form()
     answer, errors = parse_form(DesignAnswer, form, DESIGN_LABELS)
     if answer is None:
         try:

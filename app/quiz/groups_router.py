@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from app.db import SessionDep
-from app.forms import parse_form
+from app.forms import SubmittedForm, parse_form
 from app.quiz.groups import (
     GroupError,
     create_group,
@@ -56,10 +56,10 @@ def group_list(request: Request, user: CurrentUser, session: SessionDep) -> HTML
 
 
 @router.post("", response_class=HTMLResponse, response_model=None)
-async def group_create(
-    request: Request, user: CurrentUser, session: SessionDep
+def group_create(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
 ) -> HTMLResponse | RedirectResponse:
-    data, errors = parse_form(NewGroup, await request.form(), LABELS)
+    data, errors = parse_form(NewGroup, form, LABELS)
     if data is None:
         return _list_page(request, user, session, 422, create_errors=errors)
     group = create_group(session, user, data.name)
@@ -67,10 +67,10 @@ async def group_create(
 
 
 @router.post("/join", response_class=HTMLResponse, response_model=None)
-async def group_join(
-    request: Request, user: CurrentUser, session: SessionDep
+def group_join(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
 ) -> HTMLResponse | RedirectResponse:
-    data, errors = parse_form(JoinGroup, await request.form(), LABELS)
+    data, errors = parse_form(JoinGroup, form, LABELS)
     if data is None:
         return _list_page(request, user, session, 422, join_errors=errors)
     try:

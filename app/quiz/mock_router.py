@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.db import SessionDep
-from app.forms import parse_form
+from app.forms import SubmittedForm, parse_form
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.grading import AnswerError
@@ -44,10 +44,10 @@ def mock_start_page(request: Request, user: CurrentUser) -> HTMLResponse:  # noq
 
 
 @router.post("", response_class=HTMLResponse, response_model=None)
-async def mock_start(
-    request: Request, user: CurrentUser, session: SessionDep
+def mock_start(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
 ) -> HTMLResponse | RedirectResponse:
-    settings, errors = parse_form(MockSettings, await request.form(), MOCK_LABELS)
+    settings, errors = parse_form(MockSettings, form, MOCK_LABELS)
     if settings is None:
         return _start_page(request, 422, errors=errors)
     try:
@@ -92,15 +92,14 @@ def mock_page(
 
 
 @router.post("/{mock_id}/answer", response_class=HTMLResponse, response_model=None)
-async def mock_answer(
-    request: Request, mock_id: int, user: CurrentUser, session: SessionDep
+def mock_answer(
+    request: Request, mock_id: int, user: CurrentUser, session: SessionDep, form: SubmittedForm
 ) -> HTMLResponse | RedirectResponse:
     """Records the answer to the current question (after the clock: not recorded) and moves on;
     no verdict until the report, as in an interview."""
     mock = _own_mock(session, user, mock_id)
     lang = request_language(request)
     current = current_question(session, mock, request.app.state.quiz, lang=lang)
-    form = await request.form()
     fields = read_answer_form(form)
     if current is None or str(form.get("index", "")) != str(current[0]):
         return RedirectResponse(f"/mock/{mock_id}", status_code=303)  # stale tab or time up

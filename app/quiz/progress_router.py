@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
 
 from app.db import SessionDep
+from app.forms import SubmittedForm
 from app.i18n import gettext
 from app.language import request_language
 from app.quiz.progress import progress_of
@@ -71,14 +73,26 @@ def progress_export(user: CurrentUser, session: SessionDep) -> Response:
     )
 
 
-@router.post("/progress/import", response_class=HTMLResponse)
-async def progress_import(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
-    form = await request.form()
+async def uploaded_file(form: SubmittedForm) -> bytes | None:
+    """The chosen file's bytes, at most one past the limit, which is enough to tell it is too
+    big; None when no file was chosen. Read here, on the event loop, so that the import can
+    run in the thread pool (see app.forms.submitted_form)."""
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
+        return None
+    return await upload.read(MAX_IMPORT_BYTES + 1)
+
+
+@router.post("/progress/import", response_class=HTMLResponse)
+def progress_import(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    raw: Annotated[bytes | None, Depends(uploaded_file)],
+) -> HTMLResponse:
+    if raw is None:
         problem = gettext("choose a file to import")
         return _page(request, user, session, 422, import_errors=[problem])
-    raw = await upload.read(MAX_IMPORT_BYTES + 1)
     if len(raw) > MAX_IMPORT_BYTES:
         problem = gettext("the file is over %(mib)s MiB") % {"mib": MAX_IMPORT_BYTES // 2**20}
         return _page(request, user, session, 422, import_errors=[problem])

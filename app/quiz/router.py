@@ -14,6 +14,7 @@ from starlette.datastructures import FormData
 
 from app.db import SessionDep
 from app.errors import is_htmx
+from app.forms import SubmittedForm
 from app.i18n import N_
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
@@ -139,8 +140,9 @@ def question_from_form(
 
 
 @router.post("/quiz/answer", response_class=HTMLResponse)
-async def answer(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
-    form = await request.form()
+def answer(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
+) -> HTMLResponse:
     fields = read_answer_form(form)
     lang = request_language(request)
     question = question_from_form(bank_of(request), form, fields.item_id, lang)
