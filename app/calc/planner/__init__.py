@@ -5,15 +5,17 @@ Nothing here is a new formula. Each number comes from the calculator that owns i
 
 - memory per GPU: app.calc.training.training_memory (the most loaded, first pipeline stage).
   Every term there is linear in the micro-batch b and in the micro-batches in flight, and
-  nothing else in a layout changes it, so the search calls it once per (degrees, ZeRO) and
-  once per (degrees, recompute) and scales the activation term; the tests check the result
-  against a direct call for random layouts.
+  nothing else in a layout changes it, so the search calls it once per (ZeRO group, ZeRO
+  option) and once per (dp, tp, pp, cp, recompute) and scales the activation term (a ZeRO
+  group: the dp * cp ranks sharing weights, whatever cp; activations know no ep); the tests
+  check the result against a direct call for random layouts.
 - FLOPs: app.calc.flops.training_flops_per_token (Narayanan et al. arXiv:2104.04473 eq. (3)
   generalised to GQA/SwiGLU/MoE weights, with the recompute's extra forward).
 - communication: app.calc.comm_volume.step_calls (every collective of one step), each timed
   with app.calc.links.alpha_beta_time on the link its group runs over. A step's time per
   strategy is c0 + c1 m + c2 b m (per step, per micro-batch, per sequence); the search reads
-  c0, c1, c2 from three calls and the tests check them against direct calls.
+  c1, c2 from two calls per degree split and the DP's c0, c1 from two per ZeRO group and
+  stage, and the tests check them against direct calls.
 - pipeline bubble: app.calc.pipeline.closed_form, linear in (t_f, t_b, t_w) for a schedule,
   p and v, so it is read once per (schedule, p, v).
 

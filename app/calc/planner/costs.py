@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from app.calc.activations import ActivationSetup, in_flight_microbatches
 from app.calc.comm_volume import DTYPE_BYTES, CommLayout, step_calls
@@ -19,7 +22,7 @@ from app.calc.pipeline import PipelineSetup, closed_form
 from app.calc.planner.request import PLACEMENT_ORDER, RECOMPUTE, Cluster, Layout, PlanRequest
 from app.calc.planner.results import LayoutCost, Placement, Rejected, StepTime
 from app.calc.planner.rules import Degrees, degrees_of, violations
-from app.calc.training import Parallelism, TrainingSetup, training_memory
+from app.calc.training import MemoryReport, Parallelism, Term, TrainingSetup, training_memory
 
 
 def training_setup(request: PlanRequest, layout: Layout, microbatches: int = 1) -> TrainingSetup:
@@ -91,6 +94,9 @@ def comm_seconds(request: PlanRequest, layout: CommLayout, links: Placement) -> 
     return seconds
 
 
+PER_MICRO_BATCH = ("tp", "cp", "ep", "pp")  # strategies that communicate every micro-batch
+
+
 @dataclass(frozen=True)
 class Grid:
     """What one (dp, tp, pp, cp, ep, sp) split costs, before ZeRO, recompute, b and schedule."""
@@ -122,7 +128,8 @@ def bubble_coefficients(schedule: str, p: int, v: int) -> tuple[float, float, fl
 
 
 class Costs:
-    """Per-request caches: a grid per degree split, ZeRO states and DP comm per (split, ZeRO)."""
+    """Per-request caches: a grid per degree split, ZeRO states and DP comm per (split, ZeRO),
+    and the calculators' reports they are read from."""
 
     def __init__(self, request: PlanRequest) -> None:
         self.req = request
@@ -143,6 +150,13 @@ class Costs:
         self.model_flops_per_token = self.flops(cfg.layers, self.logit_params, "none")
         self.grids: dict[Degrees, Grid] = {}
         self.states: dict[tuple[Degrees, int, bool], tuple[float, float, float, float]] = {}
+        # app.calc.training's reports with one micro-batch of one sequence: the activations
+        # per (dp, tp, pp, cp, sp) and recompute mode, the rest per (ZeRO group, ZeRO option)
+        self.activations: dict[tuple[int, int, int, int, bool], dict[str, Term]] = {}
+        self.shared: dict[tuple[tuple[int, int, int, int, bool], int, bool], MemoryReport] = {}
+        # DP seconds of one and of two micro-batches per (ZeRO group, ZeRO stage)
+        self.dp_seconds: dict[tuple[tuple[int, int, int, int, bool], int], tuple[float, float]]
+        self.dp_seconds = {}
 
     def flops(self, layers: int, logit: float, recompute: str) -> float:
         return training_flops_per_token(
@@ -169,35 +183,64 @@ class Costs:
         core = 3 * recompute["selective"]
         lay = Layout(dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, sequence_parallel=d.sp)
         links = placement(req, lay)
-        t11 = comm_seconds(req, self._comm_layout(d, 0, 1, 1), links)
-        t12 = comm_seconds(req, self._comm_layout(d, 0, 1, 2), links)
-        t22 = comm_seconds(req, self._comm_layout(d, 0, 2, 2), links)
-        per_seq = {k: (t22[k] - t12[k]) / 2 for k in ("tp", "cp", "ep", "pp")}
-        latency = {k: t12[k] - t11[k] - per_seq[k] for k in ("tp", "cp", "ep", "pp")}
-        activation = {}
-        for r in RECOMPUTE:
-            setup = training_setup(req, replace(lay, recompute=r))
-            activation[r] = training_memory(setup).term("activations").gpu_bytes
+        # The ZeRO stage changes the DP collectives only, and those read neither b nor cp
+        # (_zero_group): the grid runs with a stage whose DP time its ZeRO group still lacks
+        # and keeps that time, which spares zero_terms most of its own calls.
+        group = _zero_group(d)
+        stage = next((z for z in range(4) if (group, z) not in self.dp_seconds), 0)
+        t11 = comm_seconds(req, self._comm_layout(d, stage, 1, 1), links)
+        t22 = comm_seconds(req, self._comm_layout(d, stage, 2, 2), links)
+        self.dp_seconds.setdefault((group, stage), (t11["dp"], t22["dp"]))
+        # These strategies run the same collectives once per micro-batch, so two micro-batches
+        # take twice one to the last bit (doubling a float is exact): no third call for m = 2.
+        t12 = {k: 2 * t11[k] for k in PER_MICRO_BATCH}
+        per_seq = {k: (t22[k] - t12[k]) / 2 for k in PER_MICRO_BATCH}
+        latency = {k: t12[k] - t11[k] - per_seq[k] for k in PER_MICRO_BATCH}
+        activation = {r: term.gpu_bytes for r, term in self._activations(d).items()}
         grid = Grid(d, links, forward, recompute, core, latency, per_seq, activation)
         self.grids[d] = grid
         return grid
+
+    def _activations(self, d: Degrees) -> dict[str, Term]:
+        """The activation term per recompute mode: app.calc.activations knows no ep, so every
+        ep of a (tp, pp, cp) split shares them."""
+        key = (d.dp, d.tp, d.pp, d.cp, d.sp)
+        if key not in self.activations:
+            self.activations[key] = {
+                r: self._report(Layout(d.dp, d.tp, d.pp, d.cp, 1, recompute=r,
+                                       sequence_parallel=d.sp)).term("activations")
+                for r in RECOMPUTE
+            }  # fmt: skip
+        return self.activations[key]
+
+    def _report(self, lay: Layout) -> MemoryReport:
+        return training_memory(training_setup(self.req, lay))
 
     def zero_terms(self, d: Degrees, zero: int, dist: bool) -> tuple[float, float, float, float]:
         """(model-state bytes, other bytes, DP seconds per step, DP seconds per micro-batch)."""
         key = (d, zero, dist)
         if key in self.states:
             return self.states[key]
-        req = self.req
-        lay = Layout(dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, zero_stage=zero,
-                     distributed_optimizer=dist, sequence_parallel=d.sp)  # fmt: skip
-        report = training_memory(training_setup(req, lay))
+        group = _zero_group(d)
+        if (group, zero, dist) not in self.shared:
+            self.shared[group, zero, dist] = self._report(_folded(d, zero, dist))
+        shared = self.shared[group, zero, dist]
+        own = self._activations(d)["none"]
+        report = replace(shared, terms=[own if t.key == own.key else t for t in shared.terms])
         states = report.model_states_gpu_bytes
         other = report.gpu_bytes - states - report.term("activations").gpu_bytes
-        links = self.grid(d).placement
         # The distributed optimizer communicates like ZeRO-1 (reduce-scatter + all-gather).
-        comm_zero = 1 if dist else zero
-        t1 = comm_seconds(req, self._comm_layout(d, comm_zero, 1, 1), links)["dp"]
-        t2 = comm_seconds(req, self._comm_layout(d, comm_zero, 1, 2), links)["dp"]
+        stage = 1 if dist else zero
+        if (group, stage) not in self.dp_seconds:
+            folded = _folded(d, stage, False)
+            links = placement(self.req, folded)
+            t1, t2 = (
+                comm_seconds(self.req, self._comm_layout(degrees_of(folded), stage, 1, m),
+                             links)["dp"]
+                for m in (1, 2)
+            )  # fmt: skip
+            self.dp_seconds[group, stage] = (t1, t2)
+        t1, t2 = self.dp_seconds[group, stage]
         result = (states, other, 2 * t1 - t2, t2 - t1)
         self.states[key] = result
         return result
@@ -212,30 +255,17 @@ class Costs:
         schedule: str,
         v: int,
     ) -> tuple[float, float, float, float, float, float, float, float]:
-        """The seven StepTime terms and the activation bytes of one layout (module docstring).
-
-        The search calls this for every valid layout; `cost` wraps it in a LayoutCost.
-        """  # fmt: skip
-        fwd = b * g.forward_s
-        rec = b * g.recompute_s[recompute]
+        """The seven StepTime terms and the activation bytes of one layout (step_numbers)."""
         lat, per_seq = g.per_mb_latency, g.per_mb_per_seq
-        tp_mb = lat["tp"] + b * per_seq["tp"]
-        ep_mb = lat["ep"] + b * per_seq["ep"]
-        cp_mb = max(0.0, lat["cp"] + b * (per_seq["cp"] - g.attention_core_s))
-        exposed_mb = tp_mb + ep_mb + cp_mb
-        a_f, a_b, a_w = bubble_coefficients(schedule, g.degrees.pp, v)
-        bubble = a_f * (fwd + exposed_mb / 2) + a_b * (fwd + rec + exposed_mb / 2) + a_w * fwd
-        hops = v if schedule == "interleaved" else 1
-        pp_s = hops * m * (lat["pp"] + b * per_seq["pp"])
         _, _, dp_step, dp_mb = zero
-        window = 3 * fwd
-        dp_s = max(0.0, dp_step - window) + m * max(0.0, dp_mb - window)
-        flight = _in_flight(schedule, g.degrees.pp, m, v)
-        activations = g.activation_unit[recompute] * b * flight
-        return (
-            m * 3 * fwd, m * rec, m * tp_mb, m * (cp_mb + ep_mb), pp_s, dp_s, bubble,
-            activations,
+        found = step_numbers(
+            g.forward_s, g.recompute_s[recompute], g.attention_core_s,
+            [lat[k] for k in PER_MICRO_BATCH], [per_seq[k] for k in PER_MICRO_BATCH],
+            dp_step, dp_mb, g.activation_unit[recompute], b, m,
+            bubble_coefficients(schedule, g.degrees.pp, v),
+            v if schedule == "interleaved" else 1, in_flight(schedule, g.degrees.pp, m, v),
         )  # fmt: skip
+        return tuple(float(x) for x in found)  # type: ignore[return-value]
 
     def cost(self, lay: Layout) -> LayoutCost:
         """The full cost of a layout that breaks no rule."""
@@ -277,8 +307,71 @@ class Costs:
         )
 
 
+def _zero_group(d: Degrees) -> tuple[int, int, int, int, bool]:
+    """What ZeRO's sharding and the DP collectives depend on: the N_d = dp * cp ranks (N_d / ep
+    for the experts) that hold the same first-stage weights. app.calc.training reads dp and cp
+    apart only for the activations, app.calc.comm_volume's DP calls never: every cp with the
+    same dp * cp has the same model states, buffers and DP time."""
+    return (d.dp * d.cp, d.tp, d.pp, d.ep, d.sp)
+
+
+def _folded(d: Degrees, zero: int, dist: bool) -> Layout:
+    """`d` with cp folded into dp: the same ZeRO group (_zero_group)."""
+    return Layout(dp=d.dp * d.cp, tp=d.tp, pp=d.pp, cp=1, ep=d.ep, zero_stage=zero,
+                  distributed_optimizer=dist, sequence_parallel=d.sp)  # fmt: skip
+
+
+def step_numbers(
+    forward_s: Any,
+    recompute_s: Any,
+    attention_core_s: Any,
+    latency: list[Any],
+    per_seq: list[Any],
+    dp_step_s: Any,
+    dp_mb_s: Any,
+    activation_unit: Any,
+    b: Any,
+    m: Any,
+    bubble: tuple[Any, Any, Any],
+    hops: Any,
+    flight: Any,
+) -> tuple[Any, ...]:
+    """The seven StepTime terms and the activation bytes (module docstring), of one layout or,
+    elementwise, of arrays of them: the search passes arrays that broadcast over its knobs.
+
+    latency and per_seq are per PER_MICRO_BATCH strategy, bubble is bubble_coefficients',
+    hops the pipeline sends per micro-batch (v when interleaved) and flight in_flight's. The
+    search and cost() run the same operations in the same order, so get the same floats to
+    the last bit; as with Python's floats, an overflow is inf, not a warning.
+    """
+    lat_tp, lat_cp, lat_ep, lat_pp = latency
+    seq_tp, seq_cp, seq_ep, seq_pp = per_seq
+    a_f, a_b, a_w = bubble
+    with np.errstate(all="ignore"):
+        fwd = b * forward_s
+        rec = b * recompute_s
+        tp_mb = lat_tp + b * seq_tp
+        ep_mb = lat_ep + b * seq_ep
+        cp_mb = _positive(lat_cp + b * (seq_cp - attention_core_s))
+        exposed_mb = tp_mb + ep_mb + cp_mb
+        bubble_s = a_f * (fwd + exposed_mb / 2) + a_b * (fwd + rec + exposed_mb / 2) + a_w * fwd
+        pp_s = hops * m * (lat_pp + b * seq_pp)
+        window = 3 * fwd
+        dp_s = _positive(dp_step_s - window) + m * _positive(dp_mb_s - window)
+        activations = activation_unit * b * flight
+        return (
+            m * 3 * fwd, m * rec, m * tp_mb, m * (cp_mb + ep_mb), pp_s, dp_s, bubble_s,
+            activations,
+        )  # fmt: skip
+
+
+def _positive(x: Any) -> Any:
+    """max(0.0, x), elementwise; NaN gives 0.0 as max does."""
+    return np.where(x > 0.0, x, 0.0)
+
+
 @lru_cache(maxsize=4096)
-def _in_flight(schedule: str, pp: int, m: int, v: int) -> float:
+def in_flight(schedule: str, pp: int, m: int, v: int) -> float:
     """Micro-batches in flight on the first stage (app.calc.activations); ZB-H1 as 1F1B."""
     if schedule == "zb-h1" or pp == 1:
         return in_flight_microbatches("1f1b", pp, m)

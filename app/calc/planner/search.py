@@ -1,12 +1,28 @@
-"""The search: every candidate layout, the rules that cut it, the ranking and the Pareto front."""
+"""The search: every candidate layout, the rules that cut it, the ranking and the Pareto front.
+
+The degree splits are walked one by one; the knobs of the splits that differ only in ep (ZeRO
+option, micro-batch, schedule, recompute) are costed together, as numpy arrays, by
+costs.step_numbers: the same operations in the same order as one layout's cost, so every float
+is the one Costs.cost gives that layout, to the last bit.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
 
-from app.calc.planner.costs import Costs, Grid
+import numpy as np
+
+from app.calc.messages import N_, Message
+from app.calc.planner.costs import (
+    PER_MICRO_BATCH,
+    Costs,
+    bubble_coefficients,
+    in_flight,
+    step_numbers,
+)
 from app.calc.planner.request import (
     STEP_TERMS,
     ZERO_OPTIONS,
@@ -14,10 +30,30 @@ from app.calc.planner.request import (
     PlanRequest,
     check_request,
 )
-from app.calc.planner.results import Plan, Rejected, RejectionGroup, WhyNot
+from app.calc.planner.results import LayoutCost, Plan, Rejected, RejectionGroup, WhyNot
 from app.calc.planner.rules import RULES, Degrees, degree_rules, knob_rules, violations
 
 EXAMPLES_PER_RULE = 3
+
+# knob_rules checks these first, and from the ZeRO option and dp * cp alone: one of them cuts
+# every micro-batch and schedule of a split's ZeRO option.
+ZERO_RULES = ("zero_or_distributed_optimizer", "zero_needs_dp")
+
+Problem = tuple[str, Message]
+Example = tuple[Callable[[], Layout], Message]
+Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # step times, memories, flat indices
+
+# A block's axes (_Block): flattened, they run in search order.
+SPLIT, ZERO, MICRO_BATCH, SCHEDULE, RECOMPUTE = range(5)
+
+
+def _along(values: object, *axes: int) -> np.ndarray:
+    """`values` laid along `axes` of a block, every other axis of length 1 to broadcast."""
+    array = np.asarray(values)
+    shape = [1] * 5
+    for axis, size in zip(axes, array.shape, strict=True):
+        shape[axis] = size
+    return array.reshape(shape)
 
 
 def _divisors(n: int) -> list[int]:
@@ -33,10 +69,15 @@ class _Rejections:
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Rejected]] = {}
 
-    def add(self, layout: Callable[[], Layout], rule: str, reason: str, count: int = 1) -> None:
+    def add(self, layout: Callable[[], Layout], rule: str, reason: Message, count: int = 1) -> None:
+        self.add_all(rule, count, iter([(layout, reason)]))
+
+    def add_all(self, rule: str, count: int, examples: Iterator[Example]) -> None:
+        """`count` candidates cut by `rule`; `examples` (in search order) read only as far as
+        the rule still keeps examples."""
         self.counts[rule] = self.counts.get(rule, 0) + count
         kept = self.examples.setdefault(rule, [])
-        if len(kept) < EXAMPLES_PER_RULE:
+        for layout, reason in islice(examples, EXAMPLES_PER_RULE - len(kept)):
             kept.append(Rejected(layout(), rule, reason))
 
     def groups(self) -> tuple[RejectionGroup, ...]:
@@ -62,28 +103,88 @@ def _schedules(req: PlanRequest, pp: int) -> list[tuple[str, int]]:
     return found
 
 
-# One fitting layout while searching: (step time, memory, layout fields for Layout(...)).
-_Found = tuple[float, float, Degrees, int, bool, str, int, str, int]
+def knob_problem(req: PlanRequest, lay: Layout) -> Problem | None:
+    """The first rule about ZeRO, micro-batch or schedule that cuts `lay` in the search."""
+    problem = next(knob_rules(req, lay), None)
+    if problem is None and lay.schedule == "gpipe":
+        problem = ("gpipe_dominated", Message(N_("1F1B has the same bubble")))
+    return problem
 
 
-def _rank_key(f: _Found) -> tuple[float, float]:
-    # Step times equal to the microsecond are a tie, won by the smaller memory: otherwise the
-    # "best" of a tie could sit off the Pareto front (same time, more memory).
-    return (round(f[0], 6), f[1])
+@dataclass(frozen=True)
+class _Verdicts:
+    """knob_problem of each (micro-batch, schedule) of one ZeRO option."""
+
+    problems: list[list[Problem | None]]
+    passed: np.ndarray  # bool, (micro-batch, schedule)
+    cut: dict[str, int]  # rule -> (micro-batch, schedule) pairs it cuts
+
+    @classmethod
+    def of(cls, problems: list[list[Problem | None]]) -> _Verdicts:
+        cut: dict[str, int] = {}
+        for row in problems:
+            for problem in row:
+                if problem:
+                    cut[problem[0]] = cut.get(problem[0], 0) + 1
+        passed = np.array([[problem is None for problem in row] for row in problems], bool)
+        return cls(problems, passed, cut)
 
 
-def _layout(f: _Found) -> Layout:
-    _, _, d, zero, dist, recompute, b, schedule, v = f
-    return Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, recompute, b, schedule, v)
+@dataclass(frozen=True)
+class _Block:
+    """Every candidate of valid degree splits that differ only in ep, on the axes (split,
+    ZeRO option, micro-batch, schedule, recompute): in search order when flattened."""
 
+    req: PlanRequest
+    splits: list[Degrees]
+    micro_batches: list[int]
+    schedules: list[tuple[str, int]]
+    verdicts: list[_Verdicts]  # per ZeRO option, the same for every split
 
-def _pareto(found: list[_Found]) -> list[_Found]:
-    """Fitting layouts that no other beats on both step time and memory (ties: the first)."""
-    front: list[_Found] = []
-    for f in sorted(found, key=_rank_key):
-        if not front or f[1] < front[-1][1]:
-            front.append(f)
-    return front
+    @property
+    def shape(self) -> tuple[int, int, int, int, int]:
+        return (len(self.splits), len(ZERO_OPTIONS), len(self.micro_batches),
+                len(self.schedules), len(self.req.recompute_modes))  # fmt: skip
+
+    def layout(self, e: int, z: int, bi: int, si: int, recompute: str) -> Layout:
+        d, (zero, dist), (schedule, v) = self.splits[e], ZERO_OPTIONS[z], self.schedules[si]
+        return Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, recompute,
+                      self.micro_batches[bi], schedule, v)  # fmt: skip
+
+    def candidate(self, flat: int) -> Layout:
+        e, z, bi, si, ri = (int(i) for i in np.unravel_index(flat, self.shape))
+        return self.layout(e, z, bi, si, self.req.recompute_modes[ri])
+
+    def cut_by(self, rule: str) -> Iterator[Example]:
+        """What knob_problem cuts by `rule`, as it was asked: with recompute "none"."""
+        for e in range(len(self.splits)):
+            for z, verdicts in enumerate(self.verdicts):
+                if rule not in verdicts.cut:
+                    continue
+                for bi, row in enumerate(verdicts.problems):
+                    for si, problem in enumerate(row):
+                        if problem and problem[0] == rule:
+                            lay = self.layout(e, z, bi, si, "none")
+                            yield (lambda lay=lay: lay), problem[1]
+
+    def passing(self, recompute: str, reason: Message) -> Iterator[Example]:
+        """Every candidate past the knob rules, with `recompute`."""
+        for e in range(len(self.splits)):
+            for z, verdicts in enumerate(self.verdicts):
+                for bi, si in np.argwhere(verdicts.passed):
+                    lay = self.layout(e, z, int(bi), int(si), recompute)
+                    yield (lambda lay=lay: lay), reason
+
+    def too_big(self, oom: np.ndarray, memory: np.ndarray) -> Iterator[Example]:
+        has = self.req.cluster.gpu_memory_bytes
+        for flat in np.flatnonzero(oom):
+            need = float(memory.flat[flat])
+            reason = Message(
+                N_("needs %(need)s GB per GPU, has %(has)s GB"),
+                need=f"{need / 1e9:.1f}",
+                has=f"{has / 1e9:.1f}",
+            )
+            yield (lambda flat=flat: self.candidate(int(flat))), reason
 
 
 def plan(request: PlanRequest) -> Plan:
@@ -99,88 +200,248 @@ def plan(request: PlanRequest) -> Plan:
     """
     check_request(request)
     req, n = request, request.cluster.gpus
-    costs = Costs(req)
-    rejections = _Rejections()
-    counts = [0, 0]  # enumerated, valid
-    found: list[_Found] = []
+    search = _Search(req)
     moe, experts = req.model.experts > 1, req.model.experts
     for tp in _divisors(n):
         for pp in _divisors(n // tp):
             for cp in _divisors(n // (tp * pp)):
                 dp = n // (tp * pp * cp)
+                splits = []
                 for ep in _divisors(math.gcd(dp * cp, experts)) if moe else [1]:
                     d = Degrees(dp, tp, pp, cp, ep, tp > 1)
                     problem = next(degree_rules(req, d), None)
                     if problem:
-                        counts[0] += 1
-                        rejections.add(lambda d=d: Layout(d.dp, d.tp, d.pp, d.cp, d.ep), *problem)
-                        continue
-                    _search_split(req, costs, d, rejections, found, counts)
-    found.sort(key=_rank_key)
-    return Plan(
-        request=req,
-        ranked=tuple(costs.cost(_layout(f)) for f in found[: req.top]),
-        pareto=tuple(costs.cost(_layout(f)) for f in _pareto(found)),
-        rejected=rejections.groups(),
-        enumerated=counts[0],
-        valid=counts[1],
-        feasible=len(found),
-        step_times_s=tuple(_rank_key(f)[0] for f in found),
-    )
-
-
-def _search_split(
-    req: PlanRequest,
-    costs: Costs,
-    d: Degrees,
-    rejections: _Rejections,
-    found: list[_Found],
-    counts: list[int],
-) -> None:
-    """Every knob combination of one valid degree split; adds to `found` and `counts`."""
-    per_replica = req.global_batch_sequences // d.dp
-    micro_batches = [b for b in _divisors(per_replica) if b <= req.max_micro_batch]
-    schedules = _schedules(req, d.pp)
-    modes = req.recompute_modes
-    capacity = req.cluster.gpu_memory_bytes
-    grid: Grid | None = None
-    for zero, dist in ZERO_OPTIONS:
-        zero_terms = None
-        for b in micro_batches:
-            m = per_replica // b
-            for schedule, v in schedules:
-                counts[0] += len(modes)
-                lay = Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, "none", b, schedule, v)
-                problem = next(knob_rules(req, lay), None)
-                if problem is None and schedule == "gpipe":
-                    problem = ("gpipe_dominated", "1F1B has the same bubble")
-                if problem:
-                    rejections.add(lambda lay=lay: lay, *problem, count=len(modes))
-                    continue
-                grid = grid or costs.grid(d)
-                zero_terms = zero_terms or costs.zero_terms(d, zero, dist)
-                fixed = zero_terms[0] + zero_terms[1]
-                for recompute in modes:
-                    if recompute == "selective" and req.flash_attention:
-                        rejections.add(
-                            lambda lay=lay: replace(lay, recompute="selective"),
-                            "selective_same_as_none",
-                            "FlashAttention is on",
+                        search.enumerated += 1
+                        search.rejections.add(
+                            lambda d=d: Layout(d.dp, d.tp, d.pp, d.cp, d.ep), *problem
                         )
                         continue
-                    counts[1] += 1
-                    *terms, activations = costs.numbers(
-                        grid, zero_terms, recompute, b, m, schedule, v
-                    )
-                    memory = fixed + activations
-                    if memory > capacity:
-                        rejections.add(
-                            lambda lay=lay, r=recompute: replace(lay, recompute=r),
-                            "out_of_memory",
-                            f"needs {memory / 1e9:.1f} GB per GPU, has {capacity / 1e9:.1f} GB",
-                        )
-                        continue
-                    found.append((sum(terms), memory, d, zero, dist, recompute, b, schedule, v))
+                    splits.append(d)
+                if splits:
+                    search.search(splits)
+    return search.plan()
+
+
+class _Search:
+    """The search's running state: counts, rejections and every fitting layout so far."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        self.req = req
+        self.costs = Costs(req)
+        self.rejections = _Rejections()
+        self.enumerated = 0
+        self.valid = 0
+        self.verdicts: dict[tuple[int, int], _Verdicts] = {}
+        # FlashAttention cuts selective recompute: the same activations, more FLOPs.
+        self.modes_ok = np.array(
+            [not (r == "selective" and req.flash_attention) for r in req.recompute_modes], bool
+        )
+        # blocks with candidates past every rule, and which (ZeRO, b, schedule) those are
+        self.blocks: list[tuple[_Block, np.ndarray]] = []
+
+    def verdicts_of(
+        self, d: Degrees, micro_batches: list[int], schedules: list[tuple[str, int]]
+    ) -> list[_Verdicts]:
+        """knob_problem's verdicts on split `d`, per ZeRO option. Past the ZeRO rules,
+        knob_rules reads dp (the replica's sequences), the micro-batch, the schedule and pp
+        only: one table per (dp, pp) serves every tp, cp and ep."""
+        req = self.req
+        if (d.dp, d.pp) not in self.verdicts:
+            self.verdicts[d.dp, d.pp] = _Verdicts.of(
+                [
+                    [knob_problem(req, Layout(d.dp, d.tp, d.pp, d.cp, d.ep, micro_batch=b,
+                                              schedule=schedule, virtual_stages=v))
+                     for schedule, v in schedules]
+                    for b in micro_batches
+                ]
+            )  # fmt: skip
+        rest = self.verdicts[d.dp, d.pp]
+        found = []
+        b, (schedule, v) = micro_batches[0], schedules[0]
+        for zero, dist in ZERO_OPTIONS:
+            lay = Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, "none", b, schedule, v)
+            problem = knob_problem(req, lay) if zero or dist else None
+            if problem and problem[0] in ZERO_RULES:
+                found.append(_Verdicts.of([[problem] * len(schedules)] * len(micro_batches)))
+            else:
+                found.append(rest)
+        return found
+
+    def search(self, splits: list[Degrees]) -> None:
+        """Every knob combination of valid degree splits that differ only in ep."""
+        req, d = self.req, splits[0]
+        per_replica = req.global_batch_sequences // d.dp
+        micro_batches = [b for b in _divisors(per_replica) if b <= req.max_micro_batch]
+        schedules = _schedules(req, d.pp)
+        if not schedules:
+            return
+        block = _Block(req, splits, micro_batches, schedules,
+                       self.verdicts_of(d, micro_batches, schedules))  # fmt: skip
+        n_e, _, _, _, n_r = block.shape
+        self.enumerated += math.prod(block.shape)
+        cut: dict[str, int] = {}
+        for verdicts in block.verdicts:
+            for rule, pairs in verdicts.cut.items():
+                cut[rule] = cut.get(rule, 0) + pairs
+        for rule, pairs in cut.items():
+            self.rejections.add_all(rule, n_e * pairs * n_r, block.cut_by(rule))
+        passed = np.array([verdicts.passed for verdicts in block.verdicts])
+        combos = int(passed.sum())
+        modes = int(self.modes_ok.sum())
+        if combos and modes < n_r:
+            self.rejections.add_all(
+                "selective_same_as_none",
+                n_e * combos * (n_r - modes),
+                block.passing("selective", Message(N_("FlashAttention is on"))),
+            )
+        self.valid += n_e * combos * modes
+        if combos and modes:
+            self.blocks.append((block, passed))
+
+    def fitting(self, block: _Block, passed: np.ndarray) -> Found:
+        """The step times, memories and flat indices of the candidates of `block` that pass
+        every rule and fit; the others are counted as out of memory."""
+        time_s, memory = self.cost(block, passed)
+        ok = np.broadcast_to(passed[None, :, :, :, None] & self.modes_ok, block.shape)
+        oom = ok & (memory > self.req.cluster.gpu_memory_bytes)
+        too_big = int(oom.sum())
+        if too_big:
+            self.rejections.add_all("out_of_memory", too_big, block.too_big(oom, memory))
+        fits = np.flatnonzero(ok & ~oom)
+        return time_s.flat[fits], memory.flat[fits], fits
+
+    def cost(self, block: _Block, passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Step time and memory of every candidate of `block`, on its axes (NaN where a rule
+        cuts a whole ZeRO option): Costs.numbers with each input along its own axes."""
+        costs, d = self.costs, block.splits[0]
+        modes = self.req.recompute_modes
+        grids = [costs.grid(split) for split in block.splits]
+        zero = np.full((len(block.splits), len(ZERO_OPTIONS), 4), np.nan)
+        for z, (stage, dist) in enumerate(ZERO_OPTIONS):
+            if passed[z].any():
+                zero[:, z] = [costs.zero_terms(split, stage, dist) for split in block.splits]
+        per_replica = self.req.global_batch_sequences // d.dp
+        b = _along(block.micro_batches, MICRO_BATCH)
+        bubble = np.array([bubble_coefficients(s, d.pp, v) for s, v in block.schedules])
+        *terms, activations = step_numbers(
+            forward_s=_along([g.forward_s for g in grids], SPLIT),
+            recompute_s=_along(
+                [[g.recompute_s[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
+            ),
+            attention_core_s=_along([g.attention_core_s for g in grids], SPLIT),
+            latency=[_along([g.per_mb_latency[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
+            per_seq=[_along([g.per_mb_per_seq[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
+            dp_step_s=_along(zero[:, :, 2], SPLIT, ZERO),
+            dp_mb_s=_along(zero[:, :, 3], SPLIT, ZERO),
+            activation_unit=_along(
+                [[g.activation_unit[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
+            ),
+            b=b,
+            m=per_replica // b,
+            bubble=tuple(_along(coefficient, SCHEDULE) for coefficient in bubble.T),
+            hops=_along([v if s == "interleaved" else 1 for s, v in block.schedules], SCHEDULE),
+            flight=_along(
+                [
+                    [in_flight(s, d.pp, per_replica // mb, v) for s, v in block.schedules]
+                    for mb in block.micro_batches
+                ],
+                MICRO_BATCH,
+                SCHEDULE,
+            ),
+        )
+        # sum() of the terms, in their order, as StepTime.total adds them
+        time_s = 0.0 + terms[0]
+        for term in terms[1:]:
+            time_s = time_s + term
+        memory = _along(zero[:, :, 0] + zero[:, :, 1], SPLIT, ZERO) + activations
+        return np.broadcast_to(time_s, block.shape), np.broadcast_to(memory, block.shape)
+
+    def plan(self) -> Plan:
+        req = self.req
+        # Every grid first: their calls leave DP times that zero_terms would call for.
+        for block, _ in self.blocks:
+            for d in block.splits:
+                self.costs.grid(d)
+        found = [self.fitting(block, passed) for block, passed in self.blocks]
+        time_s = np.concatenate([f[0] for f in found] + [np.empty(0)])
+        memory = np.concatenate([f[1] for f in found] + [np.empty(0)])
+        rounded = rounded_to_us(time_s)
+        block_of = np.repeat(np.arange(len(found)), [len(f[2]) for f in found])
+        flat_of = np.concatenate([f[2] for f in found] + [np.empty(0, int)])
+
+        def cost_of(i: int) -> LayoutCost:
+            lay = self.blocks[int(block_of[i])][0].candidate(int(flat_of[i]))
+            return self.costs.cost(lay)
+
+        return Plan(
+            request=req,
+            ranked=tuple(cost_of(i) for i in _fastest(rounded, memory, req.top)),
+            pareto=tuple(cost_of(i) for i in _pareto(rounded, memory)),
+            rejected=self.rejections.groups(),
+            enumerated=self.enumerated,
+            valid=self.valid,
+            feasible=len(rounded),
+            step_times_s=tuple(np.sort(rounded).tolist()),
+        )
+
+
+# Layouts rank by step time to the microsecond (rounded_to_us), a tie won by the smaller
+# memory (otherwise the "best" of a tie could sit off the Pareto front: same time, more
+# memory), a full tie by search order. Neither function sorts every layout.
+
+
+def _fastest(rounded: np.ndarray, memory: np.ndarray, top: int) -> np.ndarray:
+    """Indices of the `top` first layouts in rank order."""
+    if len(rounded) > top:
+        # every layout as fast as the top-th or faster, ties included
+        (candidates,) = np.nonzero(rounded <= np.partition(rounded, top - 1)[top - 1])
+    else:
+        candidates = np.arange(len(rounded))
+    order = np.lexsort((candidates, memory[candidates], rounded[candidates]))
+    return candidates[order[:top]]
+
+
+def _pareto(rounded: np.ndarray, memory: np.ndarray) -> np.ndarray:
+    """Indices of the Pareto front in rank order: each layout with less memory than every
+    layout before it in rank order.
+
+    Only the first in rank order of each step time can be on it: the least memory of that
+    time, the first in search order among equals. It is, if its memory is less than that of
+    every faster time's first.
+    """
+    if not len(rounded):
+        return np.empty(0, int)
+    by_time = np.argsort(rounded)
+    times, memories = rounded[by_time], memory[by_time]
+    starts = np.flatnonzero(np.r_[True, times[1:] != times[:-1]])
+    least = np.minimum.reduceat(memories, starts)
+    size = np.diff(np.r_[starts, len(times)])
+    is_least = memories == np.repeat(least, size)
+    first = np.minimum.reduceat(np.where(is_least, by_time, len(rounded)), starts)
+    front = np.r_[True, least[1:] < np.minimum.accumulate(least)[:-1]]
+    return first[front]
+
+
+def rounded_to_us(time_s: np.ndarray) -> np.ndarray:
+    """round(t, 6) of each t, to the last bit: a microsecond is a tie in the ranking.
+
+    round() rounds t's exact decimal value; t * 1e6 is rounded once on the way, which moves
+    it across a half only where it lies within an ulp of one. Those (and values too large for
+    an exact integer, and non-finite ones) are left to round() itself.
+    """
+    with np.errstate(all="ignore"):
+        scaled = time_s * 1e6
+        rounded = np.rint(scaled) / 1e6
+        off_half = np.abs(scaled - np.floor(scaled) - 0.5)
+        doubtful = ~((off_half > 4 * np.abs(np.spacing(scaled))) & (np.abs(scaled) < 2.0**52))
+    for i in np.flatnonzero(doubtful):
+        rounded[i] = round(float(time_s[i]), 6)
+    return rounded
+
+
+def _named(rule: str, reason: Message) -> Message:
+    # A rule's key is a name in code, the same in every language: nothing here to translate.
+    return Message("%(rule)s: %(reason)s", rule=rule, reason=reason)
 
 
 def why_not(plan_: Plan, layout: Layout) -> WhyNot:
@@ -189,31 +450,41 @@ def why_not(plan_: Plan, layout: Layout) -> WhyNot:
     req, best = plan_.request, plan_.best
     broken = violations(req, layout)
     if broken:
-        reasons = "; ".join(f"{r.rule}: {r.reason}" for r in broken)
-        return WhyNot(
-            layout, broken, None, best, None, None, 0.0, f"not a valid layout ({reasons})"
-        )
+        reasons = Message.join("; ", (_named(r.rule, r.reason) for r in broken))
+        text = Message(N_("not a valid layout (%(reasons)s)"), reasons=reasons)
+        return WhyNot(layout, broken, None, best, None, None, 0.0, text)
     cost = Costs(req).cost(layout)
     if not cost.fits:
-        text = (
-            f"does not fit: needs {cost.memory_bytes / 1e9:.1f} GB per GPU (model states "
-            f"{cost.model_states_bytes / 1e9:.1f}, activations "
-            f"{cost.activation_bytes / 1e9:.1f}), has {req.cluster.gpu_memory_bytes / 1e9:.1f}"
+        text = Message(
+            N_(
+                "does not fit: needs %(need)s GB per GPU (model states %(states)s, "
+                "activations %(activations)s), has %(has)s"
+            ),
+            need=f"{cost.memory_bytes / 1e9:.1f}",
+            states=f"{cost.model_states_bytes / 1e9:.1f}",
+            activations=f"{cost.activation_bytes / 1e9:.1f}",
+            has=f"{req.cluster.gpu_memory_bytes / 1e9:.1f}",
         )
         return WhyNot(layout, (), cost, best, None, "memory", 0.0, text)
     if best is None:
-        return WhyNot(
-            layout, (), cost, None, None, None, 0.0, "it fits; no layout in the plan does"
-        )
+        text = Message(N_("it fits; no layout in the plan does"))
+        return WhyNot(layout, (), cost, None, None, None, 0.0, text)
     slowdown = cost.step_time_s / best.step_time_s
     mine, theirs = cost.step.terms(), best.step.terms()
     excess = {name: mine[name] - theirs[name] for name in STEP_TERMS}
     blame = max(excess, key=lambda k: excess[k])
     if slowdown <= 1 + 1e-9:
-        text = "as fast as the plan's best layout"
+        text = Message(N_("as fast as the plan's best layout"))
     else:
-        text = (
-            f"{slowdown:.2f}x the best step time ({cost.step_time_s:.3g} s vs "
-            f"{best.step_time_s:.3g} s); the largest gap is {blame} (+{excess[blame]:.3g} s)"
+        text = Message(
+            N_(
+                "%(slowdown)sx the best step time (%(mine)s s vs %(best)s s); the largest gap "
+                "is %(term)s (+%(gap)s s)"
+            ),
+            slowdown=f"{slowdown:.2f}",
+            mine=f"{cost.step_time_s:.3g}",
+            best=f"{best.step_time_s:.3g}",
+            term=blame,
+            gap=f"{excess[blame]:.3g}",
         )
     return WhyNot(layout, (), cost, best, slowdown, blame, excess[blame], text)

@@ -1,0 +1,108 @@
+"""The layout planner's full answer, pinned: every ranked and Pareto layout with every number of
+its cost, every count, every rejected example and every feasible step time, for the published
+runs, the bench's default case and two small searches that reach the rules those do not
+(GPipe, selective recompute without FlashAttention, ZeRO on one replica). The digests were
+taken from the search before it ran on arrays (2026-11-25), so that the faster search provably
+changes nothing.
+
+Three digests per plan: the numbers (layouts, costs, counts, step times, the rejected layouts),
+the words (each rejected example's reason, in English) and the why-nots of a few layouts (every
+field, the explanation in English). A reworded message changes only the second or the third;
+print the new digests with `.venv/bin/python -m tests.calc.test_planner_pinned`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+
+import pytest
+
+from app.calc.model import ModelConfig
+from app.calc.planner import Layout, Plan, PlanRequest, cluster, plan, plan_request, why_not
+from app.calc.planner.published import RUNS, request_for
+
+MOE = ModelConfig(layers=6, hidden=96, heads=6, kv_heads=2, ffn_hidden=128, vocab=100,
+                  experts=4, top_k=2, name="small MoE")  # fmt: skip
+
+
+def _requests() -> dict[str, PlanRequest]:
+    requests = {slug: request_for(run) for slug, run in RUNS.items()}
+    # bench/planner_search.py's default case.
+    requests["llama3-70b-1024"] = plan_request(
+        "llama3-70b", cluster(nodes=128), 4 * 1024 * 1024, 8192, 15e12
+    )
+    # Too little memory for most layouts (out_of_memory), GPipe searched (gpipe_dominated),
+    # no FlashAttention (selective recompute searched), few GPUs (zero_needs_dp), a short
+    # list (top).
+    requests["llama3-8b-8"] = plan_request(
+        "llama3-8b", cluster(nodes=1), 256 * 4096, 4096, 1e12,
+        flash_attention=False, schedules=("1f1b", "interleaved", "zb-h1", "gpipe"), top=7,
+    )  # fmt: skip
+    # A mixture of experts on 16 GPUs over 4 nodes: ep, cp, uneven stages, every schedule.
+    requests["moe-16"] = plan_request(
+        MOE, cluster(gpus_per_node=4, nodes=4), 48 * 64, 64, 1e9, uneven_pipeline=True,
+        schedules=("1f1b", "interleaved", "zb-h1", "gpipe"), max_micro_batch=8,
+        max_virtual_stages=3, recompute_modes=("full", "none"),
+    )  # fmt: skip
+    return requests
+
+
+def _sha(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def digests(result: Plan) -> tuple[str, str]:
+    """(numbers, words) of a plan: repr keeps every float to the last bit."""
+    numbers = repr(
+        (
+            result.enumerated, result.valid, result.feasible, result.ranked, result.pareto,
+            [(g.rule, g.count, [r.layout for r in g.examples]) for g in result.rejected],
+        )
+    )  # fmt: skip
+    times = array("d", result.step_times_s).tobytes()
+    words = repr([[str(r.reason) for r in g.examples] for g in result.rejected])
+    return _sha(numbers.encode() + times), _sha(words.encode())
+
+
+def why_not_digest(result: Plan) -> str:
+    """Why-nots of the published layouts and of layouts around the best (slower, too big,
+    invalid), every field of each."""
+    layouts = [run.layout for run in RUNS.values()]
+    if result.best is not None:
+        best = result.best.layout
+        layouts += [
+            Layout(best.dp, best.tp, best.pp, best.cp, best.ep, recompute="full"),
+            Layout(best.world_size),
+            Layout(best.dp, best.tp, best.pp, best.cp, best.ep, micro_batch=3),
+            best,
+        ]
+    answers = [why_not(result, lay) for lay in layouts]
+    return _sha(repr([(a, str(a.explanation)) for a in answers]).encode())
+
+
+PINNED: dict[str, tuple[str, str, str]] = {
+    "megatron-1t": ("7b758e609694835b", "738cc4be69777a36", "e0c03d0f825ae028"),
+    "bloom-176b": ("48dbf280f9f86880", "75d9279963f7b9c2", "2007e58341945db3"),
+    "llama3-405b": ("8645423a0ee19c7e", "608a429120ebade7", "4a3c5431e743f729"),
+    "deepseek-v3": ("98269f573337b06b", "a937c56a3cb3d56a", "4689521e4f73c2d6"),
+    "llama3-70b-1024": ("6e074b9b7a6ac619", "a6ec200766f91cbe", "a887220f8b35bbf2"),
+    "llama3-8b-8": ("ca4105eb4b5b4a7d", "c28052c3ae3003be", "c1e6e1a3d26e4dcd"),
+    "moe-16": ("0c227566929ad97e", "3407440a6802312d", "e19b13dd928ed204"),
+}
+
+
+@pytest.mark.parametrize("name", list(PINNED))
+def test_plan_is_unchanged(name: str) -> None:
+    result = plan(_requests()[name])
+    assert (*digests(result), why_not_digest(result)) == PINNED[name]
+
+
+def test_every_case_is_pinned() -> None:
+    assert set(PINNED) == set(_requests())
+
+
+if __name__ == "__main__":
+    for key, req in _requests().items():
+        result = plan(req)
+        print(f"    {key!r}: {(*digests(result), why_not_digest(result))!r},")
