@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+from fastapi import Depends
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import FormData
 from starlette.requests import Request
 
-from app.i18n import N_, gettext, translate
+from app.calc.messages import Message, words_of
+from app.i18n import N_, gettext, say, translate
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -23,15 +26,18 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
     holds such a list, not a ValidationError).
 
     In the request's language: the labels are marked with N_() where they are defined and
-    translated here, as are the words around them. A rule across fields (a model validator)
-    keeps its own words, which come from the models. Only pages show these messages: the JSON
-    API under /api/ answers with FastAPI's own error list."""
+    translated here, as are the words around them. A validator's own words (a rule across
+    fields) come from the models: app.calc and the demos' specs raise them as a Message, said
+    here in the reader's language. Only pages show these messages: the JSON API under /api/
+    answers with FastAPI's own error list, in English."""
     messages = []
     for error in errors:
         field = str(error["loc"][0]) if error["loc"] else ""
         label = translate(labels.get(field, field or N_("Input")))
         ctx = error.get("ctx") or {}
         kind = error["type"]
+        raised = ctx.get("error", error["msg"])
+        words = words_of(raised) if isinstance(raised, BaseException) else str(raised)
         if kind == "greater_than":
             text = gettext("must be greater than %(n)s") % {"n": f"{ctx['gt']:g}"}
         elif kind == "greater_than_equal":
@@ -45,8 +51,11 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
             text = gettext("is required")
         elif kind == "value_error" and not error["loc"]:
             # A rule across fields (a model validator): its own words are the message.
-            messages.append(str(ctx.get("error", error["msg"])))
+            messages.append(say(words))
             continue
+        elif kind == "value_error" and isinstance(words, Message):
+            # A field's own rule, raised as a Message: not pydantic's "Value error, ..."
+            text = say(words)
         else:
             text = error["msg"][0].lower() + error["msg"][1:]
         messages.append(gettext("%(label)s: %(problem)s") % {"label": label, "problem": text})
@@ -68,3 +77,14 @@ def parse_form(
         return model.model_validate(cleaned), []
     except ValidationError as exc:
         return None, friendly_errors(exc, labels)
+
+
+async def submitted_form(request: Request) -> FormData:
+    """The request's form (Starlette caches it, so the CSRF check and the route share one
+    parse). Reading it here lets the route be a plain `def`, which FastAPI runs in its thread
+    pool: a save that waits on SQLite's lock (busy_timeout, app/db.py) then holds up one
+    thread, not the event loop that answers every other request and the demos' streams."""
+    return await request.form()
+
+
+SubmittedForm = Annotated[FormData, Depends(submitted_form)]

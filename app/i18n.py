@@ -27,6 +27,7 @@ from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.calc import messages
 from app.config import ROOT_DIR
 from app.language import LANG_CHOICES, LANG_COOKIE, request_language
 
@@ -99,6 +100,14 @@ def translate(message: object) -> object:
         if (head := catalogue.gettext(label)) != label:
             return f"{head} ({tail}"
     return translated
+
+
+def say(text: str) -> str:
+    """Words app.calc put together at run time in the request's language: a Message (a refused
+    form, a refused layout) from its translated template and values; other text as it is."""
+    if isinstance(text, messages.Message):
+        return text.render(translations(_language.get()).gettext)
+    return text
 
 
 class LanguageMiddleware:

@@ -369,6 +369,89 @@ def test_a_calculator_form_error_in_chinese(client: TestClient) -> None:
     assert f"{_zh('Data parallel (DP)')}：{_zh('must be at least %(n)s') % {'n': 1}}" in page.text
 
 
+# A rule across fields, a refused layout: app.calc says it in English (app.calc.messages), and
+# a page says it again in the reader's language.
+
+
+def test_a_calculator_rule_across_fields_in_chinese(client: TestClient) -> None:
+    query = {"preset": "llama3-70b", "tp": "3", "cp": "3", "seq_len": "8192"}
+    page = client.get("/calculators/training-memory/result", params={**query, "lang": "zh"})
+    assert page.status_code == 422
+    tp = _zh("Tensor parallel (TP) must divide the attention heads")
+    cp = _zh("Context parallel (CP) must divide the sequence length")
+    assert f"{tp}; {cp}" in page.text and "must divide" not in page.text
+    path = "/calculators/training-memory/result"
+    english = client.get(path, params={**query, "lang": "en"}).text
+    assert (
+        "Tensor parallel (TP) must divide the attention heads; "
+        "Context parallel (CP) must divide the sequence length"
+    ) in english
+
+
+def test_an_inner_rule_of_app_calc_in_chinese(client: TestClient) -> None:
+    """The inference calculator's own check, passed up by the query as a sentence."""
+    query = {"preset": "llama2-70b", "tp": "3"}
+    page = client.get("/calculators/inference-memory", params={**query, "lang": "zh"}).text
+    template = "tensor parallel (%(tp)s) must divide the %(heads)s attention heads"
+    assert _zh(template) % {"tp": 3, "heads": 64} in page and "must divide" not in page
+    english = client.get("/calculators/inference-memory", params={**query, "lang": "en"}).text
+    assert "Tensor parallel (3) must divide the 64 attention heads" in english
+
+
+def test_a_demo_rule_across_fields_in_chinese(client: TestClient) -> None:
+    params = {"hidden": "256", "heads": "3", "lang": "zh"}
+    panel = client.get("/demos/tensor-parallel/run", params=params)
+    assert panel.status_code == 422
+    said = _zh("heads (%(heads)s) must divide hidden (%(hidden)s)") % {"heads": 3, "hidden": 256}
+    assert said in panel.text and "must divide" not in panel.text
+    english = client.get("/demos/tensor-parallel/run", params={**params, "lang": "en"}).text
+    assert "heads (3) must divide hidden (256)" in english
+
+
+def test_a_demo_fields_own_rule_in_chinese(client: TestClient) -> None:
+    panel = client.get("/demos/ddp-vs-zero/run", params={"model_scale": "3", "lang": "zh"})
+    assert panel.status_code == 422
+    said = _zh("must be one of %(scales)s") % {"scales": "1, 2, 4, 8"}
+    assert f"{_zh('Model scale')}：{said}" in panel.text
+    assert "must be" not in panel.text and "Value error" not in panel.text
+
+
+def test_the_planner_says_why_a_layout_is_refused_in_chinese(client: TestClient) -> None:
+    from app.calc.planner import RULES
+
+    page = client.get("/calculators/planner", params={"tp": "3", "lang": "zh"}).text
+    reason = _zh("tp=%(tp)s does not divide %(heads)s attention heads") % {"tp": 3, "heads": 32}
+    assert reason in page and _zh(RULES["tp_divides_heads"].template) in page
+    assert _zh("not a valid layout (%(reasons)s)").split("%")[0] in page
+    # Every rule the page names, the refused layout's and those that cut the search, and
+    # every reason: none left in English.
+    shown = set(re.findall(r'data-rule="(\w+)"', page))
+    assert {"tp_divides_heads", "out_of_memory"} <= shown
+    for rule in shown:
+        assert str(RULES[rule]) not in page
+    for english in (
+        "does not divide",
+        "not a valid layout",
+        "per GPU, has",
+        "FlashAttention is on",
+    ):
+        assert english not in page
+
+
+def test_the_api_says_the_same_rules_in_english(client: TestClient) -> None:
+    client.cookies.set("lang", "zh")
+    answer = client.get("/api/calc/planner", params={"tp": "3"}).json()["why_not"]
+    assert answer["explanation"].startswith("not a valid layout (world_size: dp*tp*pp*cp = 6")
+    broken = {b["rule"]: b["reason"] for b in answer["broken"]}
+    assert broken["tp_divides_heads"] == "tp=3 does not divide 32 attention heads"
+    refused = client.get("/api/calc/training-memory", params={"tp": "3", "cp": "3"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["msg"] == (
+        "Value error, Tensor parallel (TP) must divide the attention heads; "
+        "Context parallel (CP) must divide the sequence length"
+    )
+
+
 def test_the_api_stays_english_whatever_the_language(client: TestClient) -> None:
     client.cookies.set("lang", "zh")
     answer = client.get(

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from app.calc.comm import Collective, ring_factor
+from app.calc.messages import N_, Message
 from app.calc.model import ModelConfig, count_params
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
@@ -202,26 +203,31 @@ def _validate(layout: CommLayout) -> None:
     if layout.zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {layout.zero_stage}")
     if cfg.heads % layout.tp:
-        raise ValueError(f"tp ({layout.tp}) must divide the {cfg.heads} attention heads")
+        template = N_("tp (%(tp)s) must divide the %(heads)s attention heads")
+        raise ValueError(Message(template, tp=layout.tp, heads=cfg.heads))
     if layout.pp > cfg.layers:
-        raise ValueError(f"pp ({layout.pp}) cannot exceed the {cfg.layers} layers")
+        template = N_("pp (%(pp)s) cannot exceed the %(layers)s layers")
+        raise ValueError(Message(template, pp=layout.pp, layers=cfg.layers))
     if layout.seq_len % layout.cp:
-        raise ValueError(f"cp ({layout.cp}) must divide the sequence length ({layout.seq_len})")
+        template = N_("cp (%(cp)s) must divide the sequence length (%(seq_len)s)")
+        raise ValueError(Message(template, cp=layout.cp, seq_len=layout.seq_len))
     if layout.sequence_parallel and layout.seq_local % layout.tp:
-        raise ValueError(
-            f"sequence parallelism needs tp ({layout.tp}) to divide the tokens per cp rank "
-            f"({layout.seq_local})"
+        template = N_(
+            "sequence parallelism needs tp (%(tp)s) to divide the tokens per cp rank (%(tokens)s)"
         )
+        raise ValueError(Message(template, tp=layout.tp, tokens=layout.seq_local))
     if layout.ep > 1:
         if cfg.experts <= 1:
-            raise ValueError("ep > 1 needs a mixture-of-experts model")
+            raise ValueError(Message(N_("ep > 1 needs a mixture-of-experts model")))
         if cfg.experts % layout.ep:
-            raise ValueError(f"ep ({layout.ep}) must divide the {cfg.experts} experts")
+            template = N_("ep (%(ep)s) must divide the %(experts)s experts")
+            raise ValueError(Message(template, ep=layout.ep, experts=cfg.experts))
         if (layout.dp * layout.cp) % layout.ep:
-            raise ValueError(
-                f"ep ({layout.ep}) must divide dp * cp ({layout.dp * layout.cp}): expert "
-                "parallelism is carved out of the data-parallel ranks"
+            template = N_(
+                "ep (%(ep)s) must divide dp * cp (%(dp_cp)s): expert parallelism is carved "
+                "out of the data-parallel ranks"
             )
+            raise ValueError(Message(template, ep=layout.ep, dp_cp=layout.dp * layout.cp))
 
 
 def stage_params(layout: CommLayout) -> tuple[float, float]:

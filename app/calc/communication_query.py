@@ -16,6 +16,7 @@ from app.calc.comm_volume import (
     step_calls,
 )
 from app.calc.links import LINKS, Link, alpha_beta_time
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, count_params
 
 LABELS = {
@@ -85,23 +86,25 @@ class CommunicationQuery(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> CommunicationQuery:
         cfg = PRESETS[self.preset]
-        problems = []
+        problems: list[str] = []
         if cfg.heads % self.tp:
-            problems.append(f"Tensor parallel (TP) must divide the {cfg.heads} attention heads")
+            template = N_("Tensor parallel (TP) must divide the %(heads)s attention heads")
+            problems.append(Message(template, heads=cfg.heads))
         if self.pp > cfg.layers:
-            problems.append(f"Pipeline parallel (PP) cannot exceed the {cfg.layers} layers")
+            template = N_("Pipeline parallel (PP) cannot exceed the %(layers)s layers")
+            problems.append(Message(template, layers=cfg.layers))
         if self.seq_len % self.cp:
-            problems.append("Context parallel (CP) must divide the sequence length")
+            problems.append(Message(N_("Context parallel (CP) must divide the sequence length")))
         if self.ep > 1 and cfg.experts == 1:
-            problems.append("Expert parallel (EP) needs a mixture-of-experts model")
+            problems.append(Message(N_("Expert parallel (EP) needs a mixture-of-experts model")))
         if not problems:
             # The calculation's own checks become messages here, never a failure later.
             try:
                 step_calls(self.layout())
             except ValueError as exc:
-                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+                problems.append(sentence(words_of(exc)))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(Message.join("; ", problems))
         return self
 
     def layout(self) -> CommLayout:

@@ -16,6 +16,7 @@ from app.calc.flops import (
     utilization_from_throughput,
 )
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS, peak_flops
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, count_params
 
 LABELS = {
@@ -81,30 +82,32 @@ class ComputeQuery(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ComputeQuery:
-        problems = []
+        problems: list[str] = []
         if self.preset == "custom" and self.params is None:
-            problems.append("A custom model needs Parameters N")
+            problems.append(Message(N_("A custom model needs Parameters N")))
         if self.attention_term and self.shape() is None:
-            problems.append("The attention term needs Layers l and Hidden size h")
+            problems.append(Message(N_("The attention term needs Layers l and Hidden size h")))
         if self.dtype not in ACCELERATORS[self.gpu].peak_flops:
             acc = ACCELERATORS[self.gpu]
             have = ", ".join(DTYPE_LABELS[d] for d in acc.peak_flops)
-            problems.append(f"The {acc.name} has no published {self.dtype} peak; pick {have}")
+            template = N_("The %(gpu)s has no published %(dtype)s peak; pick %(have)s")
+            problems.append(Message(template, gpu=acc.name, dtype=self.dtype, have=have))
         if not problems:
             # The calculation's own checks become messages here, never a failure later.
             try:
                 result = compute_result(self)
             except (ValueError, ZeroDivisionError, OverflowError) as exc:
-                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+                problems.append(sentence(words_of(exc)))
             else:
                 hfu = (result["measured"] or {}).get("hfu", 0)
                 if hfu > 1:
-                    problems.append(
-                        f"Measured tokens/s implies {hfu:.0%} of peak, more than the hardware "
+                    template = N_(
+                        "Measured tokens/s implies %(share)s of peak, more than the hardware "
                         "can do: check the GPUs, the precision or the throughput"
                     )
+                    problems.append(Message(template, share=f"{hfu:.0%}"))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(Message.join("; ", problems))
         return self
 
     def shape(self) -> tuple[int, int, int, int] | None:

@@ -22,6 +22,7 @@ from app.calc.failures import (
     window_probability,
     young_interval,
 )
+from app.calc.messages import N_, Message, words_of
 
 MINUTE = 60.0
 
@@ -72,7 +73,8 @@ class FailuresQuery(BaseModel):
         try:
             failures_result(self)
         except (ValueError, OverflowError) as exc:
-            raise ValueError(f"These inputs cannot be computed: {exc}") from None
+            template = N_("These inputs cannot be computed: %(reason)s")
+            raise ValueError(Message(template, reason=words_of(exc))) from None
         return self
 
     def rate_period_s(self) -> float | None:

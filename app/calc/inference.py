@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.calc.messages import N_, Message
 from app.calc.model import ModelConfig, count_params
 from app.calc.units import GB
 
@@ -132,12 +133,14 @@ def check_tensor_parallel(model: ModelConfig, tp: int) -> None:
     if tp < 1:
         raise ValueError(f"tensor parallel must be at least 1, got {tp}")
     if model.heads % tp:
-        raise ValueError(f"tensor parallel ({tp}) must divide the {model.heads} attention heads")
+        template = N_("tensor parallel (%(tp)s) must divide the %(heads)s attention heads")
+        raise ValueError(Message(template, tp=tp, heads=model.heads))
     if model.kv_heads % tp and tp % model.kv_heads:
-        raise ValueError(
-            f"tensor parallel ({tp}) must divide the {model.kv_heads} KV heads, or be a "
-            "multiple of them (then each GPU holds one replicated KV head)"
+        template = N_(
+            "tensor parallel (%(tp)s) must divide the %(kv_heads)s KV heads, or be a multiple "
+            "of them (then each GPU holds one replicated KV head)"
         )
+        raise ValueError(Message(template, tp=tp, kv_heads=model.kv_heads))
 
 
 def _tex(x: float) -> str:

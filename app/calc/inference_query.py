@@ -16,6 +16,7 @@ from app.calc.inference import (
     inference_memory,
     memory_vs_batch,
 )
+from app.calc.messages import sentence, words_of
 from app.calc.model import PRESETS, ModelConfig, model_with
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
@@ -83,8 +84,7 @@ class InferenceQuery(BaseModel):
         try:
             inference_memory(self.setup())
         except ValueError as exc:
-            text = str(exc)
-            raise ValueError(text[:1].upper() + text[1:]) from None
+            raise ValueError(sentence(words_of(exc))) from None
         return self
 
     def model(self) -> ModelConfig:

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from app.calc.messages import N_, Message
+
 FfnType = Literal["gelu", "swiglu"]  # 2 matrices (up, down) or 3 (gate, up, down)
 NormType = Literal["layernorm", "rmsnorm"]  # LayerNorm has a bias (2h), RMSNorm does not (h)
 
@@ -113,9 +115,11 @@ def _check_config(cfg: ModelConfig) -> None:
     if cfg.head_dim is not None and cfg.head_dim < 1:
         raise ValueError(f"head_dim must be at least 1, got {cfg.head_dim}")
     if cfg.head_dim is None and cfg.hidden % cfg.heads:
-        raise ValueError(f"hidden ({cfg.hidden}) must be a multiple of heads ({cfg.heads})")
+        template = N_("hidden (%(hidden)s) must be a multiple of heads (%(heads)s)")
+        raise ValueError(Message(template, hidden=cfg.hidden, heads=cfg.heads))
     if cfg.heads % cfg.kv_heads:
-        raise ValueError(f"heads ({cfg.heads}) must be a multiple of kv_heads ({cfg.kv_heads})")
+        template = N_("heads (%(heads)s) must be a multiple of kv_heads (%(kv_heads)s)")
+        raise ValueError(Message(template, heads=cfg.heads, kv_heads=cfg.kv_heads))
     if cfg.learned_positions < 0 or cfg.shared_experts < 0:
         raise ValueError("learned_positions and shared_experts cannot be negative")
     if cfg.experts > 1 and not 1 <= cfg.top_k <= cfg.experts:
@@ -448,7 +452,8 @@ def model_with(
     if preset == "custom":
         missing = [(labels or {}).get(n, n) for n in REQUIRED_FOR_CUSTOM if n not in overrides]
         if missing:
-            raise ValueError(f"a custom model needs {', '.join(missing)}")
+            fields = Message.join(", ", map(Message, missing))
+            raise ValueError(Message(N_("a custom model needs %(fields)s"), fields=fields))
         overrides.setdefault("kv_heads", overrides["heads"])
     base = PRESETS.get(preset) or PRESETS["llama2-7b"]
     cfg = replace(base, **overrides)

@@ -8,6 +8,7 @@ request stays a few seconds of search at most) and lays its answer out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Literal
@@ -16,6 +17,7 @@ from pydantic import Field, model_validator
 
 from app.calc.hardware import ACCELERATORS
 from app.calc.links import LINKS
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import ModelConfig, count_params
 from app.calc.planner import (
     PIPELINE_SCHEDULES,
@@ -48,6 +50,9 @@ from app.calc.training_query import (
     Preset,
     RecipeName,
 )
+
+# How the answer's words reach the reader: str, English; a page's translation (app.i18n.say).
+Say = Callable[[str], str]
 
 MAX_GPUS = 16_384  # Llama 3 405B's largest run; bounds the search to seconds
 MAX_TOP = 200
@@ -186,12 +191,12 @@ class PlannerQuery(ModelQuery):
         slug = data.get("run") if isinstance(data, dict) else None
         if not isinstance(slug, str) or slug not in RUNS:
             return data  # no run, or a bad slug for the field's own message
-        given = [LABELS.get(k, k) for k in RUN_FIELDS if data.get(k) not in (None, "")]
+        given = [Message(LABELS.get(k, k)) for k in RUN_FIELDS if data.get(k) not in (None, "")]
         if given:
-            raise ValueError(
-                "A published run fixes the model, the cluster and the batch; leave out "
-                + ", ".join(given)
+            template = N_(
+                "A published run fixes the model, the cluster and the batch; leave out %(fields)s"
             )
+            raise ValueError(Message(template, fields=Message.join(", ", given)))
         run = RUNS[slug]
         filled = {**run_values(run), **data}
         if all(data.get(k) in (None, "") for k in LAYOUT_FIELDS):
@@ -203,12 +208,12 @@ class PlannerQuery(ModelQuery):
         problems = self.shape_problems(self.model())
         gpus = self.gpus_per_node * self.nodes
         if gpus > MAX_GPUS:
-            problems.append(f"GPUs per node × nodes must be at most {MAX_GPUS:,} (here {gpus:,})")
+            template = N_("GPUs per node × nodes must be at most %(most)s (here %(gpus)s)")
+            problems.append(Message(template, most=f"{MAX_GPUS:,}", gpus=f"{gpus:,}"))
         sequences = self.global_batch_tokens // self.seq_len
         if sequences > MAX_SEQUENCES:
-            problems.append(
-                f"The global batch must be at most {MAX_SEQUENCES:,} sequences (here {sequences:,})"
-            )
+            template = N_("The global batch must be at most %(most)s sequences (here %(n)s)")
+            problems.append(Message(template, most=f"{MAX_SEQUENCES:,}", n=f"{sequences:,}"))
         if not problems:
             # The planner's own checks (a batch that is no whole number of sequences, ...)
             # become messages here, never a failure later.
@@ -216,11 +221,12 @@ class PlannerQuery(ModelQuery):
                 self.plan()
                 self.why_not()
             except ValueError as exc:
-                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+                problems.append(sentence(words_of(exc)))
             except ArithmeticError as exc:  # numbers so extreme the costs overflow
-                problems.append(f"These inputs are beyond what the planner can cost ({exc})")
+                template = N_("These inputs are beyond what the planner can cost (%(error)s)")
+                problems.append(Message(template, error=str(exc)))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(Message.join("; ", problems))
         return self
 
     @property
@@ -351,22 +357,23 @@ def cost_data(cost: LayoutCost, pareto: bool) -> dict[str, Any]:
     }
 
 
-def _why_not_data(why: WhyNot) -> dict[str, Any]:
+def _why_not_data(why: WhyNot, say: Say) -> dict[str, Any]:
     return {
         "layout": layout_data(why.layout),
         "valid": not why.rejected,
         "broken": [
-            {"rule": r.rule, "description": RULES[r.rule], "reason": r.reason} for r in why.rejected
-        ],  # fmt: skip
+            {"rule": r.rule, "description": say(RULES[r.rule]), "reason": say(r.reason)}
+            for r in why.rejected
+        ],
         "fits": why.cost.fits if why.cost else None,
         "slowdown": why.slowdown,
         "blame": why.blame,
         "blame_s": why.blame_s,
-        "explanation": why.explanation,
+        "explanation": say(why.explanation),
     }
 
 
-def published_data(query: PlannerQuery) -> dict[str, Any] | None:
+def published_data(query: PlannerQuery, say: Say = str) -> dict[str, Any] | None:
     """The run the query names: its figure beside the planner's for the published layout, the
     ratio and its band, the rule the layout breaks with equal stages, and where it ranks."""
     run = query.published_run
@@ -379,7 +386,7 @@ def published_data(query: PlannerQuery) -> dict[str, Any] | None:
         "slug": run.slug, "title": run.title, "source": run.source,
         "layout": layout_data(run.layout), "metric": run.metric, "published": run.published,
         "band": list(run.band), "gap": run.gap, "strict_rule": rule,
-        "strict_rule_description": RULES[rule] if rule else None,
+        "strict_rule_description": say(RULES[rule]) if rule else None,
         "broken": None, "predicted": None, "ratio": None, "in_band": None, "fits": None,
         "rank": None, "listed": len(result.ranked), "feasible": result.feasible,
         "slowdown": None,
@@ -408,8 +415,11 @@ def chosen_cost(query: PlannerQuery) -> LayoutCost | None:
     return query.plan().best
 
 
-def planner_result(query: PlannerQuery) -> dict[str, Any]:
-    """The planner's full answer as plain data: what the API returns and `--json` prints."""
+def planner_result(query: PlannerQuery, say: Say = str) -> dict[str, Any]:
+    """The planner's full answer as plain data: what the API returns and `--json` prints.
+
+    Its words (the rules, why a layout is refused or slower) in English; a page passes `say`
+    to have them in its reader's language (app.i18n.say)."""
     result = query.plan()
     req = result.request
     front = {c.layout for c in result.pareto}
@@ -444,17 +454,17 @@ def planner_result(query: PlannerQuery) -> dict[str, Any]:
         "rejected": [
             {
                 "rule": g.rule,
-                "description": g.description,
+                "description": say(g.description),
                 "count": g.count,
                 "examples": [
-                    {"layout": layout_data(r.layout), "reason": r.reason} for r in g.examples
+                    {"layout": layout_data(r.layout), "reason": say(r.reason)} for r in g.examples
                 ],
             }
             for g in result.rejected
         ],
         "chosen": cost_data(chosen, chosen.layout in front) if chosen else None,
         "chosen_is_best": chosen is not None and chosen == result.best,
-        "why_not": _why_not_data(why) if why else None,
-        "published": published_data(query),
+        "why_not": _why_not_data(why, say) if why else None,
+        "published": published_data(query, say),
         "step_terms": list(STEP_TERMS),
     }

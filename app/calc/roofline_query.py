@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.calc.hardware import ACCELERATORS, DTYPE_BYTES, DTYPE_LABELS, peak_flops
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.roofline import (
     Operation,
     attainable,
@@ -58,11 +59,12 @@ class RooflineQuery(BaseModel):
         acc = ACCELERATORS[self.gpu]
         if self.dtype not in acc.peak_flops:
             have = ", ".join(DTYPE_LABELS[d] for d in acc.peak_flops)
-            raise ValueError(f"The {acc.name} has no published {self.dtype} peak; pick {have}")
+            template = N_("The %(gpu)s has no published %(dtype)s peak; pick %(have)s")
+            raise ValueError(Message(template, gpu=acc.name, dtype=self.dtype, have=have))
         try:
             roofline_result(self)
         except (ValueError, ZeroDivisionError, OverflowError) as exc:
-            raise ValueError(str(exc)[:1].upper() + str(exc)[1:]) from None
+            raise ValueError(sentence(words_of(exc))) from None
         return self
 
     def operation(self) -> Operation:

@@ -67,6 +67,7 @@ from app.calc.activations import (
     layer_activations,
     stage_activations,
 )
+from app.calc.messages import N_, Message
 from app.calc.model import ModelConfig, ParamCount, count_params
 from app.calc.precision import bytes_per_param
 from app.calc.units import GB, MIB
@@ -188,14 +189,17 @@ def _validate(setup: TrainingSetup) -> None:
     if p.offload_params and p.zero_stage != 3:
         raise ValueError("offload_params needs zero_stage 3")
     if p.pp > cfg.layers:
-        raise ValueError(f"pp ({p.pp}) cannot exceed the model's {cfg.layers} layers")
+        template = N_("pp (%(pp)s) cannot exceed the model's %(layers)s layers")
+        raise ValueError(Message(template, pp=p.pp, layers=cfg.layers))
     if p.ep > 1:
         if cfg.experts <= 1:
-            raise ValueError("ep > 1 needs a mixture-of-experts model")
+            raise ValueError(Message(N_("ep > 1 needs a mixture-of-experts model")))
         if cfg.experts % p.ep:
-            raise ValueError(f"ep ({p.ep}) must divide the {cfg.experts} experts")
+            template = N_("ep (%(ep)s) must divide the %(experts)s experts")
+            raise ValueError(Message(template, ep=p.ep, experts=cfg.experts))
         if (p.dp * p.cp) % p.ep:
-            raise ValueError(f"ep ({p.ep}) must divide dp * cp ({p.dp * p.cp})")
+            template = N_("ep (%(ep)s) must divide dp * cp (%(dp_cp)s)")
+            raise ValueError(Message(template, ep=p.ep, dp_cp=p.dp * p.cp))
     if setup.microbatches < 1:
         raise ValueError("microbatches must be at least 1")
     if setup.bucket_mb < 0 or setup.overhead_bytes < 0 or setup.zero3_prefetch_layers < 0:

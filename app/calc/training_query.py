@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.calc.activations import ActivationSetup
 from app.calc.gpus import GPUS
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, ModelConfig, model_with
 from app.calc.precision import OPTIMIZERS, RECIPES
 from app.calc.training import Parallelism, TrainingSetup, training_memory, verdict
@@ -101,9 +102,9 @@ class ModelQuery(BaseModel):
         """What makes the shape no transformer, in the form's words."""
         problems = []
         if cfg.kv_heads > cfg.heads or cfg.heads % cfg.kv_heads:
-            problems.append("KV heads must divide the attention heads")
+            problems.append(Message(N_("KV heads must divide the attention heads")))
         if cfg.top_k > cfg.experts:
-            problems.append("Top-k cannot exceed the number of experts")
+            problems.append(Message(N_("Top-k cannot exceed the number of experts")))
         return problems
 
 
@@ -144,28 +145,29 @@ class TrainingQuery(ModelQuery):
         cfg = self.model()
         problems = self.shape_problems(cfg)
         if cfg.heads % self.tp:
-            problems.append("Tensor parallel (TP) must divide the attention heads")
+            problems.append(Message(N_("Tensor parallel (TP) must divide the attention heads")))
         if self.pp > cfg.layers:
-            problems.append("Pipeline parallel (PP) cannot exceed the layers")
+            problems.append(Message(N_("Pipeline parallel (PP) cannot exceed the layers")))
         if cfg.experts % self.ep:
-            problems.append("Expert parallel (EP) must divide the experts")
+            problems.append(Message(N_("Expert parallel (EP) must divide the experts")))
         if self.seq_len % self.cp:
-            problems.append("Context parallel (CP) must divide the sequence length")
+            problems.append(Message(N_("Context parallel (CP) must divide the sequence length")))
         if self.offload_params and self.zero_stage != 3:
-            problems.append("Parameter offload needs ZeRO stage 3")
+            problems.append(Message(N_("Parameter offload needs ZeRO stage 3")))
         if self.schedule == "interleaved" and (self.pp == 1 or self.virtual_stages < 2):
-            problems.append(
+            template = N_(
                 "The interleaved schedule needs pipeline parallel (PP) and virtual stages above 1"
             )
+            problems.append(Message(template))
         if not problems:
             # The calculator's own checks (shapes no transformer has, EP that does not divide
             # the data-parallel ranks, ...) become messages here, never a failure later.
             try:
                 training_memory(self.setup())
             except ValueError as exc:
-                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+                problems.append(sentence(words_of(exc)))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(Message.join("; ", problems))
         return self
 
     def setup(self) -> TrainingSetup:

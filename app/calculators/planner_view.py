@@ -23,7 +23,7 @@ from app.calc.training_query import MODEL_FIELDS, TrainingQuery
 from app.calculators import communication_router, compute_router, pipeline_router, training_router
 from app.calculators.communication_view import seconds
 from app.formatting import memory
-from app.i18n import N_
+from app.i18n import N_, say
 
 STEP_LABELS = {
     "compute": N_("Compute"),
@@ -213,7 +213,7 @@ def _chart(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def planner_view(query: PlannerQuery) -> PlannerView:
-    result = planner_result(query)
+    result = planner_result(query, say)
     cost = chosen_cost(query)
     step_terms: list[Term] = []
     memory_terms: list[Term] = []

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.calc.messages import N_, Message
+
 HIDDEN_MULTIPLE = 4  # each block's hidden width is 4 x width, as in a transformer MLP
 
 
@@ -43,10 +45,10 @@ class ActivationCheckpointingParams(BaseModel):
     @model_validator(mode="after")
     def _segment_fits(self) -> ActivationCheckpointingParams:
         if self.segment_layers > self.layers:
-            raise ValueError(
-                f"a segment of {self.segment_layers} blocks is longer than the "
-                f"{self.layers}-block stack"
+            template = N_(
+                "a segment of %(segment)s blocks is longer than the %(layers)s-block stack"
             )
+            raise ValueError(Message(template, segment=self.segment_layers, layers=self.layers))
         return self
 
     @property

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.calc.messages import N_, Message
 from demos.specs._units import FLOAT32_BYTES
 
 LAYOUTS = ("mlp_column_row", "mlp_row_column", "attention_heads")
@@ -41,9 +42,11 @@ class TensorParallelParams(BaseModel):
     @model_validator(mode="after")
     def _shapes_fit(self) -> TensorParallelParams:
         if self.tokens > MAX_TOKENS:
-            raise ValueError(f"batch × seq_len must be at most {MAX_TOKENS} tokens")
+            template = N_("batch × seq_len must be at most %(most)s tokens")
+            raise ValueError(Message(template, most=MAX_TOKENS))
         if self.hidden % self.heads:
-            raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
+            template = N_("heads (%(heads)s) must divide hidden (%(hidden)s)")
+            raise ValueError(Message(template, heads=self.heads, hidden=self.hidden))
         return self
 
     @property

@@ -10,6 +10,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.calc.messages import N_, Message
+
 HEADS = 4
 MLP_RATIO = 4
 # The width is multiplied by the model scale. At the largest (width 128 x 8 = 1024, 4 layers,
@@ -81,7 +83,8 @@ class ZeroStagesParams(BaseModel):
     @classmethod
     def _one_of_the_scales(cls, scale: int) -> int:
         if scale not in MODEL_SCALES:
-            raise ValueError(f"must be one of {', '.join(map(str, MODEL_SCALES))}")
+            scales = ", ".join(map(str, MODEL_SCALES))
+            raise ValueError(Message(N_("must be one of %(scales)s"), scales=scales))
         return scale
 
     @property

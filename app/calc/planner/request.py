@@ -10,6 +10,7 @@ from app.calc.comm_volume import DTYPE_BYTES
 from app.calc.gpus import GPUS
 from app.calc.hardware import ACCELERATORS, Accelerator, peak_flops
 from app.calc.links import LINKS, Link
+from app.calc.messages import N_, Message
 from app.calc.model import PRESETS, ModelConfig, from_hf_config
 
 MAMF_SOURCE = (
@@ -143,12 +144,14 @@ def plan_request(
 
 def check_request(req: PlanRequest) -> None:
     if req.seq_len < 1 or req.global_batch_tokens < req.seq_len:
-        raise ValueError("the global batch must hold at least one sequence of seq_len >= 1")
+        template = N_("the global batch must hold at least one sequence of seq_len >= 1")
+        raise ValueError(Message(template))
     if req.global_batch_tokens % req.seq_len:
-        raise ValueError(
-            f"the global batch ({req.global_batch_tokens} tokens) must be a whole number of "
-            f"{req.seq_len}-token sequences"
+        template = N_(
+            "the global batch (%(tokens)s tokens) must be a whole number of "
+            "%(seq_len)s-token sequences"
         )
+        raise ValueError(Message(template, tokens=req.global_batch_tokens, seq_len=req.seq_len))
     if req.token_budget <= 0:
         raise ValueError("the token budget must be positive")
     if not 0 < req.efficiency <= 1:

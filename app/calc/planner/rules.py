@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from app.calc.messages import N_, Message
 from app.calc.planner.request import (
     PIPELINE_SCHEDULES,
     RECOMPUTE,
@@ -15,39 +16,82 @@ from app.calc.planner.request import (
 from app.calc.planner.results import Rejected
 
 # rule -> what it says and where it comes from. Rejected.rule is one of these keys.
-RULES: dict[str, str] = {
-    "world_size": "dp x tp x pp x cp must equal the number of GPUs (ep is carved out of dp x cp)",
-    "tp_within_node": "tp must divide the GPUs per node: TP all-reduces 4 times per layer per "
-    "micro-batch and needs NVLink (Narayanan et al. arXiv:2104.04473, takeaway #1)",
-    "tp_divides_heads": "tp must divide the attention heads (Megatron splits heads over tp)",
-    "tp_divides_kv_heads": "tp must divide the KV heads (Megatron-Core attention.py: "
-    "divide(num_query_groups, tp))",
-    "pp_divides_layers": "pp must divide the layers (Megatron-LM; allow uneven stages to relax)",
-    "cp_divides_seq": "2 x cp must divide the sequence: load-balanced causal CP cuts it into "
-    "2 cp chunks (Megatron-Core context_parallel.rst)",
-    "sp_divides_tokens": "with sequence parallelism tp must divide the tokens per cp rank",
-    "ep_needs_moe": "ep > 1 needs a mixture-of-experts model",
-    "ep_divides_experts": "ep must divide the experts",
-    "ep_divides_dp_cp": "ep must divide dp x cp: expert parallelism is carved out of the "
-    "data-parallel ranks (Megatron-Core expert rank generator)",
-    "dp_divides_batch": "dp must divide the global batch in sequences",
-    "micro_batch_divides": "the micro-batch must divide each data-parallel replica's sequences",
-    "zero_needs_dp": "ZeRO / distributed optimizer with one data-parallel rank (dp x cp = 1) "
-    "shards nothing: the same layout as no ZeRO",
-    "zero_or_distributed_optimizer": "Megatron's distributed optimizer already shards like "
-    "ZeRO-1; pick one",
-    "schedule_needs_pp": "a pipeline schedule other than 1F1B needs pp > 1",
-    "unknown_schedule": f"the schedule must be one of {', '.join(PIPELINE_SCHEDULES)}",
-    "virtual_stages": "interleaved 1F1B needs v >= 2 model chunks per stage; other schedules v = 1",
-    "interleaved_divides_layers": "interleaved: pp x v must divide the layers",
-    "interleaved_microbatches": "interleaved: micro-batches must be a multiple of pp "
-    "(Megatron-LM runs them in groups of p)",
-    "zb_microbatches": "ZB-H1: at least pp micro-batches (Qi et al. arXiv:2401.10241 Section 2.1)",
-    "selective_same_as_none": "search only: with FlashAttention selective recompute keeps the "
-    "same activations as none and adds FLOPs (NVIDIA/Megatron-LM#464)",
-    "gpipe_dominated": "search only: GPipe has 1F1B's bubble with m instead of p micro-batches "
-    "in flight",
-    "out_of_memory": "memory per GPU exceeds the GPU's memory",
+RULES: dict[str, Message] = {
+    "world_size": Message(
+        N_("dp x tp x pp x cp must equal the number of GPUs (ep is carved out of dp x cp)")
+    ),
+    "tp_within_node": Message(
+        N_(
+            "tp must divide the GPUs per node: TP all-reduces 4 times per layer per "
+            "micro-batch and needs NVLink (Narayanan et al. arXiv:2104.04473, takeaway #1)"
+        )
+    ),
+    "tp_divides_heads": Message(
+        N_("tp must divide the attention heads (Megatron splits heads over tp)")
+    ),
+    "tp_divides_kv_heads": Message(
+        N_("tp must divide the KV heads (Megatron-Core attention.py: divide(num_query_groups, tp))")
+    ),
+    "pp_divides_layers": Message(
+        N_("pp must divide the layers (Megatron-LM; allow uneven stages to relax)")
+    ),
+    "cp_divides_seq": Message(
+        N_(
+            "2 x cp must divide the sequence: load-balanced causal CP cuts it into "
+            "2 cp chunks (Megatron-Core context_parallel.rst)"
+        )
+    ),
+    "sp_divides_tokens": Message(
+        N_("with sequence parallelism tp must divide the tokens per cp rank")
+    ),
+    "ep_needs_moe": Message(N_("ep > 1 needs a mixture-of-experts model")),
+    "ep_divides_experts": Message(N_("ep must divide the experts")),
+    "ep_divides_dp_cp": Message(
+        N_(
+            "ep must divide dp x cp: expert parallelism is carved out of the "
+            "data-parallel ranks (Megatron-Core expert rank generator)"
+        )
+    ),
+    "dp_divides_batch": Message(N_("dp must divide the global batch in sequences")),
+    "micro_batch_divides": Message(
+        N_("the micro-batch must divide each data-parallel replica's sequences")
+    ),
+    "zero_needs_dp": Message(
+        N_(
+            "ZeRO / distributed optimizer with one data-parallel rank (dp x cp = 1) "
+            "shards nothing: the same layout as no ZeRO"
+        )
+    ),
+    "zero_or_distributed_optimizer": Message(
+        N_("Megatron's distributed optimizer already shards like ZeRO-1; pick one")
+    ),
+    "schedule_needs_pp": Message(N_("a pipeline schedule other than 1F1B needs pp > 1")),
+    "unknown_schedule": Message(
+        N_("the schedule must be one of %(schedules)s"), schedules=", ".join(PIPELINE_SCHEDULES)
+    ),
+    "virtual_stages": Message(
+        N_("interleaved 1F1B needs v >= 2 model chunks per stage; other schedules v = 1")
+    ),
+    "interleaved_divides_layers": Message(N_("interleaved: pp x v must divide the layers")),
+    "interleaved_microbatches": Message(
+        N_(
+            "interleaved: micro-batches must be a multiple of pp "
+            "(Megatron-LM runs them in groups of p)"
+        )
+    ),
+    "zb_microbatches": Message(
+        N_("ZB-H1: at least pp micro-batches (Qi et al. arXiv:2401.10241 Section 2.1)")
+    ),
+    "selective_same_as_none": Message(
+        N_(
+            "search only: with FlashAttention selective recompute keeps the "
+            "same activations as none and adds FLOPs (NVIDIA/Megatron-LM#464)"
+        )
+    ),
+    "gpipe_dominated": Message(
+        N_("search only: GPipe has 1F1B's bubble with m instead of p micro-batches in flight")
+    ),
+    "out_of_memory": Message(N_("memory per GPU exceeds the GPU's memory")),
 }
 
 
@@ -61,37 +105,45 @@ class Degrees:
     sp: bool
 
 
-def degree_rules(req: PlanRequest, d: Degrees) -> Iterator[tuple[str, str]]:
+def degree_rules(req: PlanRequest, d: Degrees) -> Iterator[tuple[str, Message]]:
     """Each broken degree-level rule as (rule, reason), in the order the search applies them."""
     cfg, n = req.model, req.cluster
     if d.dp * d.tp * d.pp * d.cp != n.gpus:
-        yield "world_size", f"dp*tp*pp*cp = {d.dp * d.tp * d.pp * d.cp}, not {n.gpus} GPUs"
+        template = N_("dp*tp*pp*cp = %(product)s, not %(gpus)s GPUs")
+        yield "world_size", Message(template, product=d.dp * d.tp * d.pp * d.cp, gpus=n.gpus)
     if n.gpus_per_node % d.tp:
-        yield "tp_within_node", f"tp={d.tp} does not divide {n.gpus_per_node} GPUs per node"
+        template = N_("tp=%(tp)s does not divide %(per_node)s GPUs per node")
+        yield "tp_within_node", Message(template, tp=d.tp, per_node=n.gpus_per_node)
     if cfg.heads % d.tp:
-        yield "tp_divides_heads", f"tp={d.tp} does not divide {cfg.heads} attention heads"
+        template = N_("tp=%(tp)s does not divide %(heads)s attention heads")
+        yield "tp_divides_heads", Message(template, tp=d.tp, heads=cfg.heads)
     if cfg.kv_heads % d.tp:
-        yield "tp_divides_kv_heads", f"tp={d.tp} does not divide {cfg.kv_heads} KV heads"
+        template = N_("tp=%(tp)s does not divide %(kv_heads)s KV heads")
+        yield "tp_divides_kv_heads", Message(template, tp=d.tp, kv_heads=cfg.kv_heads)
     if d.pp > cfg.layers or (cfg.layers % d.pp and not req.uneven_pipeline):
-        yield "pp_divides_layers", f"pp={d.pp} does not divide {cfg.layers} layers"
+        template = N_("pp=%(pp)s does not divide %(layers)s layers")
+        yield "pp_divides_layers", Message(template, pp=d.pp, layers=cfg.layers)
     if d.cp > 1 and req.seq_len % (2 * d.cp):
-        yield "cp_divides_seq", f"2*cp={2 * d.cp} does not divide seq_len={req.seq_len}"
+        template = N_("2*cp=%(two_cp)s does not divide seq_len=%(seq_len)s")
+        yield "cp_divides_seq", Message(template, two_cp=2 * d.cp, seq_len=req.seq_len)
     if d.sp and (req.seq_len // d.cp) % d.tp:
-        yield "sp_divides_tokens", f"tp={d.tp} does not divide {req.seq_len // d.cp} tokens"
+        template = N_("tp=%(tp)s does not divide %(tokens)s tokens")
+        yield "sp_divides_tokens", Message(template, tp=d.tp, tokens=req.seq_len // d.cp)
     if d.ep > 1 and cfg.experts <= 1:
-        yield "ep_needs_moe", f"ep={d.ep} on a dense model"
+        yield "ep_needs_moe", Message(N_("ep=%(ep)s on a dense model"), ep=d.ep)
     elif d.ep > 1 and cfg.experts % d.ep:
-        yield "ep_divides_experts", f"ep={d.ep} does not divide {cfg.experts} experts"
+        template = N_("ep=%(ep)s does not divide %(experts)s experts")
+        yield "ep_divides_experts", Message(template, ep=d.ep, experts=cfg.experts)
     if (d.dp * d.cp) % d.ep:
-        yield "ep_divides_dp_cp", f"ep={d.ep} does not divide dp*cp={d.dp * d.cp}"
+        template = N_("ep=%(ep)s does not divide dp*cp=%(dp_cp)s")
+        yield "ep_divides_dp_cp", Message(template, ep=d.ep, dp_cp=d.dp * d.cp)
     if req.global_batch_sequences % d.dp:
-        yield (
-            "dp_divides_batch",
-            (f"dp={d.dp} does not divide the {req.global_batch_sequences} sequences per step"),
-        )
+        template = N_("dp=%(dp)s does not divide the %(sequences)s sequences per step")
+        sequences = req.global_batch_sequences
+        yield "dp_divides_batch", Message(template, dp=d.dp, sequences=sequences)
 
 
-def knob_rules(req: PlanRequest, lay: Layout) -> Iterator[tuple[str, str]]:
+def knob_rules(req: PlanRequest, lay: Layout) -> Iterator[tuple[str, Message]]:
     """Each broken rule about ZeRO, micro-batch and schedule (degrees assumed valid)."""
     per_replica = req.global_batch_sequences // lay.dp
     if lay.zero_stage not in (0, 1, 2, 3):
@@ -101,34 +153,38 @@ def knob_rules(req: PlanRequest, lay: Layout) -> Iterator[tuple[str, str]]:
     if lay.micro_batch < 1:
         raise ValueError("micro_batch must be at least 1")
     if lay.distributed_optimizer and lay.zero_stage:
-        yield "zero_or_distributed_optimizer", (f"distributed optimizer with ZeRO-{lay.zero_stage}")
+        template = N_("distributed optimizer with ZeRO-%(stage)s")
+        yield "zero_or_distributed_optimizer", Message(template, stage=lay.zero_stage)
     if (lay.zero_stage or lay.distributed_optimizer) and lay.dp * lay.cp == 1:
-        yield "zero_needs_dp", "dp*cp = 1: nothing to shard over"
+        yield "zero_needs_dp", Message(N_("dp*cp = 1: nothing to shard over"))
     if per_replica % lay.micro_batch:
-        yield (
-            "micro_batch_divides",
-            (f"b={lay.micro_batch} does not divide {per_replica} sequences per replica"),
-        )
+        template = N_("b=%(b)s does not divide %(sequences)s sequences per replica")
+        yield "micro_batch_divides", Message(template, b=lay.micro_batch, sequences=per_replica)
         return
     m = per_replica // lay.micro_batch
     if lay.schedule not in PIPELINE_SCHEDULES:
-        yield "unknown_schedule", f"schedule {lay.schedule!r}"
+        template = N_("schedule %(schedule)s")
+        yield "unknown_schedule", Message(template, schedule=repr(lay.schedule))
         return
     if lay.schedule != "1f1b" and lay.pp == 1:
-        yield "schedule_needs_pp", f"{lay.schedule} with pp=1"
+        yield "schedule_needs_pp", Message(N_("%(schedule)s with pp=1"), schedule=lay.schedule)
     if (lay.schedule == "interleaved") != (lay.virtual_stages >= 2) or lay.virtual_stages < 1:
-        yield "virtual_stages", f"{lay.schedule} with v={lay.virtual_stages}"
+        template = N_("%(schedule)s with v=%(v)s")
+        yield "virtual_stages", Message(template, schedule=lay.schedule, v=lay.virtual_stages)
     if lay.schedule == "interleaved" and lay.pp > 1:
         chunks = lay.pp * lay.virtual_stages
         if chunks > req.model.layers or (req.model.layers % chunks and not req.uneven_pipeline):
+            template = N_("pp*v=%(chunks)s does not divide %(layers)s layers")
             yield (
                 "interleaved_divides_layers",
-                (f"pp*v={chunks} does not divide {req.model.layers} layers"),
+                Message(template, chunks=chunks, layers=req.model.layers),
             )
         if m % lay.pp:
-            yield "interleaved_microbatches", f"m={m} is not a multiple of pp={lay.pp}"
+            template = N_("m=%(m)s is not a multiple of pp=%(pp)s")
+            yield "interleaved_microbatches", Message(template, m=m, pp=lay.pp)
     if lay.schedule == "zb-h1" and m < lay.pp:
-        yield "zb_microbatches", f"m={m} < pp={lay.pp}"
+        # No words to translate: the same in every language, so not marked.
+        yield "zb_microbatches", Message("m=%(m)s < pp=%(pp)s", m=m, pp=lay.pp)
 
 
 def violations(request: PlanRequest, layout: Layout) -> tuple[Rejected, ...]:
