@@ -22,6 +22,6 @@ def test_mixed_precision_runs_from_the_page_and_ends_with_the_comparison(page: P
     expect(page.locator("#range-table .bad")).to_have_count(0)
     expect(page.locator("#demo-status")).to_have_text("Finished.")
     verdict = page.locator("#verdict-table")
-    expect(verdict.locator("tbody tr:not(.why)")).to_have_count(12)
+    expect(verdict.locator("tbody tr:not(.why)")).to_have_count(13)  # with the all-reduce's sums
     expect(verdict.locator("[data-status=unexpected]")).to_have_count(0)
     expect(page.locator("#demo-chart canvas").first).to_be_visible()
