@@ -91,6 +91,8 @@ def translate(message: object) -> object:
     escaped like any other value. A string nobody marked, markup (already translated), or not a
     string comes back as it is; so does a marked label's tail in brackets that app.calc adds to
     it ("Weights (CPU)", "KV cache (fp8)": the label translated, the tail kept)."""
+    if isinstance(message, messages.Message):
+        return say(message)  # put together at run time (a check's scope): its template's words
     if not isinstance(message, str) or isinstance(message, Markup) or not message:
         return message  # gettext("") would be the catalogue's header
     catalogue = translations(_language.get())

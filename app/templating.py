@@ -10,7 +10,7 @@ from app import formatting
 from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
-from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext, translate
+from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext, say, translate
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
 
@@ -63,6 +63,8 @@ templates.env.globals["vendor"] = VENDOR
 templates.env.filters.update(
     # {{ label|t }}: a string marked with N_() in Python, in the request's language.
     t=translate,
+    # {{ message|say }}: words app.calc or a demo's spec put together (app.calc.messages).
+    say=say,
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,

@@ -486,3 +486,145 @@ def test_every_run_panel_renders_in_chinese(slug: str) -> None:
     assert _zh(f"Predicted by the {heading}") in chinese
     assert "Predicted by the" in english and "Predicted by the" not in chinese
     assert escape(_zh(page.passes)) in chinese and escape(page.passes) in english
+
+
+# The pipeline's and the demos' run-time messages: Messages too, said again on a Chinese page,
+# the same English everywhere else.
+
+
+def _render(template_name: str, lang: str, **context: object) -> str:
+    """A fragment rendered as its route does, in `lang`: a run panel needs a worker over HTTP."""
+    from app.i18n import _language
+
+    token = _language.set(lang)
+    try:
+        return templates.env.get_template(template_name).render(request=None, **context)
+    finally:
+        _language.reset(token)
+
+
+def _demo_context(slug: str, **params: object) -> dict[str, object]:
+    from app.live.pages import DEMO_PAGES
+
+    page = DEMO_PAGES[slug]
+    spec = page.params(**params)
+    return {"page": page, "params": spec, "prediction": page.predict(spec, 2), "world_size": 2,
+            "status": {"world_size": 2, "backend": "gloo"}, "stream_url": "/stream"}  # fmt: skip
+
+
+INTERLEAVED_NEEDS_GROUPS = (
+    "the interleaved schedule needs micro-batches to be a multiple of the stages"
+)
+
+
+def test_the_pipeline_calculator_says_a_refused_set_up_in_chinese(client: TestClient) -> None:
+    query = {"schedule": "interleaved", "pp": "4", "microbatches": "6", "lang": "zh"}
+    refused = client.get("/calculators/pipeline/result", params=query)
+    assert refused.status_code == 422
+    assert _zh(INTERLEAVED_NEEDS_GROUPS) in refused.text
+    assert "multiple of the stages" not in refused.text
+    page = client.get("/calculators/pipeline", params={**query, "schedule": "1f1b"}).text
+    note = _zh("%(schedule)s: %(problems)s.") % {
+        "schedule": _zh("Interleaved 1F1B"),
+        "problems": _zh(INTERLEAVED_NEEDS_GROUPS),
+    }
+    assert str(escape(note)) in page and "multiple of the stages" not in page
+    too_big = {"pp": "32", "microbatches": "128", "virtual_stages": "4", "lang": "zh"}
+    refused = client.get("/calculators/pipeline/result", params=too_big)
+    assert refused.status_code == 422
+    most = _zh(
+        "Stages × micro-batches × model chunks must be at most %(most)s "
+        "(the chart draws every block)"
+    )
+    assert most % {"most": "8,192"} in refused.text and "the chart draws" not in refused.text
+
+
+def test_the_pipeline_demo_panel_says_a_refused_schedule_in_chinese() -> None:
+    context = _demo_context("pipeline-schedules", microbatches=5)  # 2 ranks: m // p = 2 rounds
+    panel = _render("demos/_pipeline_schedules_run.html", "zh", **context)
+    rounds = _zh(
+        "torch's ZB-H1 runs the micro-batches in %(rounds)s equal rounds (m // p), so m must "
+        "be a multiple of %(rounds)s"
+    ) % {"rounds": 2}
+    not_run = _zh("Not run on %(world_size)s ranks: %(problems)s.")
+    assert escape(not_run % {"world_size": 2, "problems": rounds}) in panel
+    assert escape(not_run % {"world_size": 2, "problems": _zh(INTERLEAVED_NEEDS_GROUPS)}) in panel
+    assert "equal rounds" not in panel and "multiple of the stages" not in panel
+    # After the run the worker's words are English; the page says its own.
+    summary = {"schedules": [], "skipped": {"zb-h1": "torch's ZB-H1 runs (the worker's words)"}}
+    shown = _render("demos/_pipeline_schedules_summary.html", "zh", **context, summary=summary)
+    assert escape(_zh("Not run: %(why)s.") % {"why": rounds}) in shown
+    assert "the worker's words" not in shown
+
+
+def test_the_tensor_parallel_panel_warns_in_chinese() -> None:
+    context = _demo_context("tensor-parallel", layout="attention_heads", heads=1, hidden=32)
+    panel = _render("demos/_tensor_parallel_run.html", "zh", **context)
+    problem = _zh(
+        "%(heads)s heads cannot be split over the worker's %(ranks)s ranks; choose a multiple of it"
+    ) % {"heads": 1, "ranks": 2}
+    said = _zh("The worker will refuse this: %(problem)s.") % {"problem": problem}
+    assert escape(said) in panel and "cannot be split" not in panel
+    english = _render("demos/_tensor_parallel_run.html", "en", **context)
+    assert (
+        escape(
+            "The worker will refuse this: 1 heads cannot be split over the worker's 2 ranks; "
+            "choose a multiple of it."
+        )
+        in english
+    )
+
+
+def test_a_device_refusal_in_chinese() -> None:
+    """Gloo on CUDA tensors, which a CPU-only box never meets over HTTP: the refusal said as
+    the run panel says it (app/live/router.py)."""
+    from app.i18n import _language, say
+    from demos.specs import DEMO_COLLECTIVES, DEMO_PARAMS
+    from demos.specs._devices import job_problem
+
+    params = DEMO_PARAMS["pipeline_schedules"]()
+    collectives = DEMO_COLLECTIVES["pipeline_schedules"]
+    refusal = job_problem("pipeline_schedules", collectives, params, "gloo", "cuda")
+    assert refusal is not None
+    token = _language.set("zh")
+    try:
+        said = say(refusal)
+    finally:
+        _language.reset(token)
+    template = _zh(
+        "%(demo)s needs %(collectives)s on CUDA tensors, which gloo cannot run; "
+        "start the worker with --backend nccl (one GPU per rank) or --device cpu"
+    )
+    assert said == template % {"demo": "pipeline_schedules", "collectives": "send, recv"}
+    assert "which gloo cannot run" not in said
+    assert (
+        say(refusal)
+        == refusal
+        == (
+            "pipeline_schedules needs send, recv on CUDA tensors, which gloo cannot run; "
+            "start the worker with --backend nccl (one GPU per rank) or --device cpu"
+        )
+    )
+
+
+def test_the_pipeline_messages_stay_english_outside_a_chinese_page(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line, the JSON API (even for a Chinese reader) and an English page read the
+    words they always have."""
+    from app.calc.__main__ import main as cli
+
+    assert cli(["pipeline", "--pp", "4", "--microbatches", "6"]) == 0
+    out = capsys.readouterr().out
+    assert f"{'Interleaved 1F1B':<36} cannot run: {INTERLEAVED_NEEDS_GROUPS}\n" in out
+    client.cookies.set("lang", "zh")
+    query = {"schedule": "1f1b", "pp": "4", "microbatches": "6"}
+    comparison = client.get("/api/calc/pipeline", params=query).json()["comparison"]
+    problems = {row["schedule"]: row["problem"] for row in comparison}
+    assert problems["interleaved"] == INTERLEAVED_NEEDS_GROUPS and problems["1f1b"] is None
+    refused = client.get("/api/calc/pipeline", params={**query, "schedule": "interleaved"})
+    assert refused.json()["detail"][0]["msg"] == (
+        "Value error, The interleaved schedule needs micro-batches to be a multiple of the stages"
+    )
+    page = client.get("/calculators/pipeline", params={**query, "lang": "en"}).text
+    assert f"Interleaved 1F1B: {INTERLEAVED_NEEDS_GROUPS}." in page

@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from app.calc.messages import N_, Message
+
 Schedule = Literal["gpipe", "1f1b", "interleaved", "zb-h1"]
 Kind = Literal["F", "B", "W", "BW"]
 InterleavedOrder = Literal["megatron", "torch"]
@@ -110,25 +112,29 @@ class Simulation:
         return self.idle_time / self.busy_time
 
 
-def schedule_problems(setup: PipelineSetup) -> list[str]:
+def schedule_problems(setup: PipelineSetup) -> list[Message]:
     """What makes a set-up impossible to schedule, in words; empty when it can run."""
     problems = []
     if setup.schedule not in SCHEDULES:
-        problems.append(f"schedule must be one of {', '.join(SCHEDULES)}")
+        template = N_("schedule must be one of %(schedules)s")
+        problems.append(Message(template, schedules=", ".join(SCHEDULES)))
     if setup.stages < 1 or setup.microbatches < 1:
-        problems.append("pipeline stages and micro-batches must be at least 1")
+        problems.append(Message(N_("pipeline stages and micro-batches must be at least 1")))
     if not (setup.t_f > 0 and setup.t_b > 0 and setup.t_w >= 0 and setup.t_p2p >= 0):
-        problems.append("t_f and t_b must be positive, t_w and t_p2p not negative")
+        problems.append(Message(N_("t_f and t_b must be positive, t_w and t_p2p not negative")))
     if setup.schedule == "interleaved":
         if setup.stages < 2:
-            problems.append("the interleaved schedule needs at least 2 pipeline stages")
+            template = N_("the interleaved schedule needs at least 2 pipeline stages")
+            problems.append(Message(template))
         if setup.chunks < 2:
-            problems.append("the interleaved schedule needs at least 2 model chunks per stage")
+            template = N_("the interleaved schedule needs at least 2 model chunks per stage")
+            problems.append(Message(template))
         if setup.stages >= 1 and setup.microbatches % setup.stages:
             # Megatron-LM's interleaved schedule runs micro-batches in groups of p.
-            problems.append(
+            template = N_(
                 "the interleaved schedule needs micro-batches to be a multiple of the stages"
             )
+            problems.append(Message(template))
     return problems
 
 
@@ -200,7 +206,7 @@ def stage_orders(setup: PipelineSetup) -> list[list[Action]]:
     """Each stage's ordered list of actions under the set-up's schedule."""
     problems = schedule_problems(setup)
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ValueError(Message.join("; ", problems))
     p, m = setup.stages, setup.microbatches
     if setup.schedule == "gpipe":
         return [_gpipe(p, m, s) for s in range(p)]
@@ -268,7 +274,8 @@ def simulate(setup: PipelineSetup) -> Simulation:
                 remaining -= 1
                 progressed = True
         if not progressed:
-            raise ValueError(f"the {setup.schedule} schedule deadlocks for this set-up")
+            template = N_("the %(schedule)s schedule deadlocks for this set-up")
+            raise ValueError(Message(template, schedule=setup.schedule))
 
     return timeline_summary(setup, timeline)
 
@@ -347,7 +354,7 @@ def closed_form(setup: PipelineSetup) -> ClosedForm:
     """The published bubble of the set-up's schedule (uniform stages, no p2p time)."""
     problems = schedule_problems(setup)
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ValueError(Message.join("; ", problems))
     p, m, v = setup.stages, setup.microbatches, setup.virtual_chunks
     tf, tb, tw = setup.t_f, setup.t_b, setup.t_w
     ideal = m * (tf + tb + tw)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.pipeline import (
     SCHEDULE_NAMES,
     SCHEDULES,
@@ -59,22 +60,21 @@ class PipelineQuery(BaseModel):
     def _consistent(self) -> PipelineQuery:
         problems = []
         if self.pp * self.microbatches * self.virtual_stages > MAX_BLOCKS:
-            problems.append(
-                f"Stages × micro-batches × model chunks must be at most {MAX_BLOCKS:,} "
+            template = N_(
+                "Stages × micro-batches × model chunks must be at most %(most)s "
                 "(the chart draws every block)"
             )
+            problems.append(Message(template, most=f"{MAX_BLOCKS:,}"))
         else:
-            problems += [
-                p[:1].upper() + p[1:] for p in schedule_problems(self.setup(self.schedule))
-            ]
+            problems += [sentence(p) for p in schedule_problems(self.setup(self.schedule))]
         if not problems:
             # Anything the simulator itself refuses becomes a message here, never a 500 later.
             try:
                 simulate(self.setup(self.schedule))
             except ValueError as exc:
-                problems.append(str(exc)[:1].upper() + str(exc)[1:])
+                problems.append(sentence(words_of(exc)))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(Message.join("; ", problems))
         return self
 
     def setup(self, schedule: Schedule) -> PipelineSetup:
@@ -90,7 +90,7 @@ def schedule_summary(setup: PipelineSetup) -> dict[str, Any]:
     problems = schedule_problems(setup)
     base = {"schedule": setup.schedule, "name": SCHEDULE_NAMES[setup.schedule]}
     if problems:
-        return {**base, "problem": "; ".join(problems)}
+        return {**base, "problem": Message.join("; ", problems)}
     sim = simulate(setup)
     return {
         **base,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.calc.messages import Message
 from app.calc.pipeline import (
     SCHEDULE_NAMES,
     SCHEDULES,
@@ -17,7 +18,7 @@ from app.calc.pipeline import (
     simulate,
 )
 from app.calc.pipeline_query import PipelineQuery
-from app.i18n import gettext, translate
+from app.i18n import gettext, say, translate
 
 BIG_WIDTH = 1000.0
 SMALL_WIDTH = 480.0
@@ -169,7 +170,11 @@ def pipeline_view(query: PipelineQuery) -> PipelineView:
             setup = query.setup(schedule)
             problems = schedule_problems(setup)
             if problems:
-                notes.append(f"{translate(SCHEDULE_NAMES[schedule])}: {'; '.join(problems)}.")
+                note = gettext("%(schedule)s: %(problems)s.") % {
+                    "schedule": translate(SCHEDULE_NAMES[schedule]),
+                    "problems": say(Message.join("; ", problems)),
+                }
+                notes.append(note)
             else:
                 compared[schedule] = simulate(setup)
     # One time axis for all four, so a shorter step draws shorter.

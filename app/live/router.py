@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.errors import is_htmx
 from app.forms import parse_form, query_inputs
-from app.i18n import N_, gettext
+from app.i18n import N_, gettext, say
 from app.live.demo_page import DemoPage
 from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
@@ -279,7 +279,7 @@ def add_demo_routes(page: DemoPage) -> None:
         collectives = DEMO_COLLECTIVES[page.demo]
         problem = job_problem(page.demo, collectives, params, str(status["backend"]), device)
         if problem is not None:
-            return _errors(request, [problem], 422)
+            return _errors(request, [say(problem)], 422)
         world_size = int(status["world_size"])
         stream_url = f"{page.path}/stream?" + urlencode(params.model_dump())
         context = {

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.calc.messages import N_, Message
 from app.calc.planner import RULES, Layout, LayoutCost, Rejected, why_not
 from app.calc.units import to_gb
 from app.quiz.layouts import SCENARIOS, TERM_TEXT, scenario_plan
@@ -71,7 +72,7 @@ DESIGN_LABELS = {
 class DesignScore:
     score: float  # 0 to 1
     verdict: Verdict
-    explanation: str  # one paragraph, with the planner's numbers
+    explanation: Message  # one paragraph, with the planner's numbers; a page says it (|say)
     rules: tuple[Rejected, ...]  # breaks_rule: every rule broken
     cost: LayoutCost | None  # None when a rule is broken
     best: LayoutCost
@@ -99,43 +100,74 @@ def score_design(answer: DesignAnswer) -> DesignScore:
         raise ValueError(f"scenario {answer.scenario}: no layout fits")
     why = why_not(plan_, answer.layout())
     if why.rejected:
-        rules = "; ".join(f"{r.rule} ({r.reason}): {RULES[r.rule]}" for r in why.rejected)
-        return DesignScore(0.0, "breaks_rule", f"Zero: it breaks a rule. {rules}.",
-                           why.rejected, None, best, None, 0.0, None, False)  # fmt: skip
+        rule_template = N_("%(rule)s (%(reason)s): %(text)s")
+        broken = [
+            Message(rule_template, rule=r.rule, reason=r.reason, text=RULES[r.rule])
+            for r in why.rejected
+        ]
+        rules = Message.join("; ", broken)
+        text = Message(N_("Zero: it breaks a rule. %(rules)s."), rules=rules)
+        return DesignScore(0.0, "breaks_rule", text, why.rejected, None, best, None, 0.0, None,
+                           False)  # fmt: skip
     cost = why.cost
     assert cost is not None
     capacity = plan_.request.cluster.gpu_memory_bytes
     if not cost.fits:
         over = cost.memory_bytes - capacity
-        text = (
-            f"Zero: it does not fit. It needs {to_gb(cost.memory_bytes):.1f} GB per GPU "
-            f"(model states {to_gb(cost.model_states_bytes):.1f}, activations "
-            f"{to_gb(cost.activation_bytes):.1f}), {to_gb(over):.1f} GB more than the "
-            f"{to_gb(capacity):.1f} GB a GPU has."
+        template = N_(
+            "Zero: it does not fit. It needs %(memory)s GB per GPU (model states %(states)s, "
+            "activations %(activations)s), %(over)s GB more than the %(capacity)s GB a GPU has."
+        )
+        text = Message(
+            template,
+            memory=f"{to_gb(cost.memory_bytes):.1f}",
+            states=f"{to_gb(cost.model_states_bytes):.1f}",
+            activations=f"{to_gb(cost.activation_bytes):.1f}",
+            over=f"{to_gb(over):.1f}",
+            capacity=f"{to_gb(capacity):.1f}",
         )
         return DesignScore(0.0, "does_not_fit", text, (), cost, best, "memory", 0.0, None,
                            False)  # fmt: skip
     slowdown = cost.step_time_s / best.step_time_s
     front = _on_front(cost, plan_.pareto)
-    numbers = (
-        f"Your step is {cost.step_time_s:.2f} s at {to_gb(cost.memory_bytes):.1f} GB per GPU; "
-        f"the planner's best ({best.layout.describe()}) takes {best.step_time_s:.2f} s at "
-        f"{to_gb(best.memory_bytes):.1f} GB."
+    numbers_template = N_(
+        "Your step is %(step)s s at %(memory)s GB per GPU; the planner's best (%(best)s) takes "
+        "%(best_step)s s at %(best_memory)s GB."
+    )
+    numbers = Message(
+        numbers_template,
+        step=f"{cost.step_time_s:.2f}",
+        memory=f"{to_gb(cost.memory_bytes):.1f}",
+        best=best.layout.describe(),
+        best_step=f"{best.step_time_s:.2f}",
+        best_memory=f"{to_gb(best.memory_bytes):.1f}",
     )
     if slowdown <= 1 + FULL_MARKS_WITHIN:
-        return DesignScore(1.0, "full", f"Full marks: it fits and is within "
-                           f"{FULL_MARKS_WITHIN:.0%} of the best step. {numbers}", (), cost, best,
-                           None, 0.0, slowdown, front)  # fmt: skip
+        template = N_("Full marks: it fits and is within %(within)s of the best step. %(numbers)s")
+        text = Message(template, within=f"{FULL_MARKS_WITHIN:.0%}", numbers=numbers)
+        return DesignScore(1.0, "full", text, (), cost, best, None, 0.0, slowdown,
+                           front)  # fmt: skip
     blame = why.blame or "compute"
-    trade = (
-        " It is on the Pareto front: nothing that fits is both faster and smaller, so it trades "
-        "time for memory."
+    trade = Message(
+        N_(
+            " It is on the Pareto front: nothing that fits is both faster and smaller, so it "
+            "trades time for memory."
+        )
         if front
         else ""
     )
-    text = (
-        f"Partial: it fits but its step is {slowdown:.2f}× the best. The largest gap is "
-        f"{TERM_TEXT[blame]}, +{why.blame_s:.2f} s over the best layout's. {numbers}{trade}"
+    template = N_(
+        "Partial: it fits but its step is %(slowdown)s× the best. The largest gap is %(term)s, "
+        "+%(gap)s s over the best layout's. %(numbers)s%(trade)s"
+    )
+    # TERM_TEXT's words are in the catalogue, marked where the quiz generators name them.
+    text = Message(
+        template,
+        slowdown=f"{slowdown:.2f}",
+        term=Message(TERM_TEXT[blame]),
+        gap=f"{why.blame_s:.2f}",
+        numbers=numbers,
+        trade=trade,
     )
     return DesignScore(best.step_time_s / cost.step_time_s, "partial", text, (), cost, best,
                        blame, why.blame_s, slowdown, front)  # fmt: skip

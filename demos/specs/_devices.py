@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from app.calc.messages import N_, Message
+
 GLOO_ON_CUDA: dict[str, bool] = {
     "all_reduce": True,
     "broadcast": True,
@@ -41,24 +43,26 @@ def unsupported_collectives(collectives: tuple[str, ...], backend: str, device: 
     return [kind for kind in collectives if not GLOO_ON_CUDA.get(kind, False)]
 
 
-def refusal(demo: str, collectives: tuple[str, ...], backend: str, device: str) -> str | None:
+def refusal(demo: str, collectives: tuple[str, ...], backend: str, device: str) -> Message | None:
     """Why the worker will not run `demo` with this backend on this device, or None."""
     missing = unsupported_collectives(collectives, backend, device)
     if not missing:
         return None
-    return (
-        f"{demo} needs {', '.join(missing)} on CUDA tensors, which gloo cannot run; "
+    template = N_(
+        "%(demo)s needs %(collectives)s on CUDA tensors, which gloo cannot run; "
         "start the worker with --backend nccl (one GPU per rank) or --device cpu"
     )
+    return Message(template, demo=demo, collectives=", ".join(missing))
 
 
 def job_problem(
     demo: str, collectives: tuple[str, ...], params: BaseModel, backend: str, device: str
-) -> str | None:
+) -> Message | None:
     """Why this job cannot run on a worker of this backend and device, or None.
 
     A spec whose bounds depend on the device (a model that fits a GPU but would take minutes on
-    CPU cores) defines `device_problem(device) -> str | None` on its params model.
+    CPU cores) defines `device_problem(device) -> Message | None` on its params model: a Message
+    (app.calc.messages), so the run panel says it in the reader's language.
     """
     device_problem = getattr(params, "device_problem", None)
     found = device_problem(device) if device_problem is not None else None

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.calc.messages import N_, Message
 from app.calc.pipeline import SCHEDULES, Block, PipelineSetup, Schedule, schedule_problems
 
 # Every schedule runs the same model: 2 chunks of LAYERS_PER_CHUNK Linear layers per rank.
@@ -76,21 +77,23 @@ class PipelineSchedulesParams(BaseModel):
             t_w=half,
         )
 
-    def problems(self, schedule: Schedule, world_size: int) -> list[str]:
+    def problems(self, schedule: Schedule, world_size: int) -> list[Message]:
         """Why this schedule cannot run on this many ranks; empty when it can."""
         found = schedule_problems(self.setup(schedule, world_size))
         if schedule in ("1f1b", "zb-h1") and self.microbatches < world_size:
             # torch's Schedule1F1B refuses it, and ZB-H1's closed form assumes it.
-            found.append("1F1B and ZB-H1 need at least as many micro-batches as stages")
+            template = N_("1F1B and ZB-H1 need at least as many micro-batches as stages")
+            found.append(Message(template))
         rounds = max(1, self.microbatches // world_size)
         if schedule == "zb-h1" and self.microbatches % rounds:
             # torch 2.13's ScheduleInterleavedZeroBubble, which runs ZB-H1 here, splits the
             # micro-batches into m // p rounds of equal size and refuses any other m
             # (torch/distributed/pipelining/schedules.py:3046-3048).
-            found.append(
-                f"torch's ZB-H1 runs the micro-batches in {rounds} equal rounds "
-                f"(m // p), so m must be a multiple of {rounds}"
+            template = N_(
+                "torch's ZB-H1 runs the micro-batches in %(rounds)s equal rounds "
+                "(m // p), so m must be a multiple of %(rounds)s"
             )
+            found.append(Message(template, rounds=rounds))
         return found
 
     @property

@@ -65,15 +65,17 @@ class TensorParallelParams(BaseModel):
     def dtype_bytes(self) -> int:
         return FLOAT32_BYTES
 
-    def problem_with(self, world_size: int) -> str | None:
+    def problem_with(self, world_size: int) -> Message | None:
         """Why these shapes cannot be split over `world_size` ranks, or None."""
         if self.hidden % world_size:
-            return f"hidden size {self.hidden} is not divisible by the worker's {world_size} ranks"
+            template = N_("hidden size %(hidden)s is not divisible by the worker's %(ranks)s ranks")
+            return Message(template, hidden=self.hidden, ranks=world_size)
         if "attention_heads" in self.layouts and self.heads % world_size:
-            return (
-                f"{self.heads} heads cannot be split over the worker's {world_size} ranks; "
+            template = N_(
+                "%(heads)s heads cannot be split over the worker's %(ranks)s ranks; "
                 "choose a multiple of it"
             )
+            return Message(template, heads=self.heads, ranks=world_size)
         return None
 
 

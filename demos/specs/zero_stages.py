@@ -92,14 +92,15 @@ class ZeroStagesParams(BaseModel):
         """The width the model is built with."""
         return self.width * self.model_scale
 
-    def device_problem(self, device: str) -> str | None:
+    def device_problem(self, device: str) -> Message | None:
         """Why a worker on `device` ("cpu" or "cuda") refuses this model size, or None."""
         most = MAX_MODEL_SCALE.get(device, 1)
         if self.model_scale > most:
-            return (
-                f"model scale {self.model_scale} needs CUDA ranks; this worker runs on {device}, "
-                f"where the scale is at most {most}"
+            template = N_(
+                "model scale %(scale)s needs CUDA ranks; this worker runs on %(device)s, "
+                "where the scale is at most %(most)s"
             )
+            return Message(template, scale=self.model_scale, device=device, most=most)
         return None
 
     def block_shapes(self) -> list[Shape]:

@@ -12,13 +12,14 @@
     var words = JSON.parse(el.dataset.labels || "{}");
     var series = [{ label: "S" }];
     m.kinds.forEach(function (kind, i) {
-      series.push({ label: kind + " busbw GB/s", stroke: colors[i % colors.length], width: 2,
+      series.push({ label: (words.series || "{kind} busbw, GB/s").replace("{kind}", kind),
+        stroke: colors[i % colors.length], width: 2,
         points: { show: true } });
     });
     var data = [m.sizes.slice()];
     m.kinds.forEach(function () { data.push(m.sizes.map(function () { return null; })); });
     if (m.peak_busbw_gbps) {
-      series.push({ label: m.peak_label + " " + (words.peak || "link peak") + " GB/s",
+      series.push({ label: (words.peak || "{link} peak, GB/s").replace("{link}", m.peak_label),
         stroke: "#555", width: 1, dash: [6, 4], points: { show: false } });
       data.push(m.sizes.map(function () { return m.peak_busbw_gbps; }));
     }
@@ -34,7 +35,9 @@
       ],
       series: series,
     };
-    return { el: el, data: data, kinds: m.kinds, plot: new window.uPlot(opts, data, el) };
+    var plot = new window.uPlot(opts, data, el);
+    el.uplot = plot;  // as every chart script keeps it: tests read the drawn labels from it
+    return { el: el, data: data, kinds: m.kinds, plot: plot };
   }
 
   document.addEventListener("measurement", function (e) {

@@ -31,9 +31,11 @@ LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # An English term in brackets right after its Chinese, as the catalogue writes "拐点 (ridge point)".
 TERM_BESIDE_CHINESE = re.compile(r"(?<=[\u3400-\u9fff]) ?[(（][^()（）]*[)）]")
 # Units, and the terms the Chinese catalogue itself keeps in English (rank, batch, KV cache,
-# goodput, loss, all-reduce, backward, fwd + bwd, Pareto; Young's and Daly's intervals, ZeRO).
+# goodput, loss, all-reduce, reduce-scatter, all-gather, all-to-all, backward, fwd + bwd,
+# Pareto; Young's and Daly's intervals, ZeRO).
 KEPT = {"ms", "MiB", "KiB", "GiB", "fp16", "bf16", "fp32", "ZeRO", "rank", "batch", "cache",
-        "loss", "all", "reduce", "backward", "fwd", "bwd", "Pareto", "Young", "Daly"}  # fmt: skip
+        "loss", "all", "reduce", "scatter", "gather", "to", "backward", "fwd", "bwd", "Pareto",
+        "Young", "Daly"}  # fmt: skip
 
 
 def english_words(texts: list[str]) -> list[str]:
@@ -112,3 +114,14 @@ def test_demo_charts_in_chinese(
     expect(page.locator("#rows tr[data-rank]")).to_have_count(rows, timeout=60_000)
     for chart_id in charts:
         assert_chinese_chart(page, chart_id)
+
+
+def test_collectives_chart_in_chinese(page: Page) -> None:
+    page.goto("/demos/collectives?lang=zh")
+    page.fill("input[name=max_size_mib]", "0.25")
+    page.fill("input[name=sizes]", "2")
+    page.fill("input[name=iterations]", "1")
+    page.click("#run-demo")
+    expect(page.locator("#rows tr[data-kind]")).to_have_count(10, timeout=60_000)
+    assert_chinese_chart(page, "demo-chart")
+    assert "广播" in " ".join(page.evaluate(CHART_TEXT, "demo-chart"))

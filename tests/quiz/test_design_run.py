@@ -7,8 +7,10 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from app.calc.planner import Layout
+from app.i18n import language, say
 from app.quiz.design_run import DesignAnswer, score_design
 from app.quiz.layouts import scenario_plan
 from tests.utils import register
@@ -100,3 +102,30 @@ def test_the_score_page_links_the_layout_to_the_planner_page(quiz_client: TestCl
     url = link.group(1).replace("&amp;", "&")
     assert "preset=llama3-70b" in url and "tp=8" in url and "pp=2" in url
     assert quiz_client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("fields", "verdict", "english"),
+    [
+        ({"dp": "4", "tp": "16", "zero": "1"}, "breaks_rule", ("breaks a rule", "does not divide")),
+        ({"dp": "4", "tp": "8", "pp": "2", "zero": "1"}, "partial", ("Partial", "exposed TP")),
+        ({"dp": "64"}, "does_not_fit", ("does not fit", "a GPU has")),
+    ],
+)
+def test_the_score_is_explained_in_the_readers_language(
+    quiz_client: TestClient, fields: dict[str, str], verdict: str, english: tuple[str, str]
+) -> None:
+    """The same verdict and score in both languages; the words, the planner's reasons among
+    them, in the reader's."""
+    register(quiz_client)
+    form = {"scenario": str(SCENARIO), **fields}
+    result = score_design(DesignAnswer.model_validate(form))
+    with language("zh"):
+        said = say(result.explanation)
+    assert said != result.explanation
+    page = quiz_client.post("/mock/design?lang=zh", data=form).text
+    assert f'data-verdict="{verdict}"' in page and str(escape(said)) in page
+    assert not any(words in page for words in english)
+    assert f'id="design-score">{result.score * 100:.0f} / 100<' in page
+    shown = quiz_client.post("/mock/design?lang=en", data=form).text
+    assert str(escape(result.explanation)) in shown

@@ -19,10 +19,10 @@ from app.calc.hardware import DTYPE_LABELS
 from app.calc.links import LINKS
 from app.calc.memory import ZERO_STAGE_NAMES
 from app.calc.pipeline import SCHEDULE_NAMES
-from app.calc.planner import RULES
+from app.calc.planner import RULES, violations
 from app.calc.precision import OPTIMIZERS
 from app.config import ROOT_DIR
-from app.i18n import _language
+from app.i18n import _language, language, say
 from app.quiz.bank import GeneratedItem, QuestionBank
 from app.quiz.generators import GENERATORS
 from app.quiz.generators.layout import (
@@ -41,7 +41,14 @@ from app.quiz.generators.words import (
     STRATEGY_WORDS,
     ZERO_STAGE_WORDS,
 )
-from app.quiz.layouts import RECOMPUTE_TEXT, SCENARIOS, SCHEDULE_TEXT, TERM_TEXT, layout_text
+from app.quiz.layouts import (
+    RECOMPUTE_TEXT,
+    SCENARIOS,
+    SCHEDULE_TEXT,
+    TERM_TEXT,
+    layout_text,
+    scenario_plan,
+)
 from app.quiz.service import question_for
 from tests.quiz.generated_items import all_inputs
 from tests.utils import register
@@ -174,3 +181,20 @@ def test_the_checks_find_english_and_let_names_through() -> None:
     assert english_words("在 scatter 之前，Zero bubble ZB-H1，bf16，NVLink 4 (H100 SXM)") == [
         "bubble"
     ]
+
+
+def test_a_rule_breakers_note_gives_the_planners_reason_in_chinese(client: TestClient) -> None:
+    plan_ = scenario_plan(1)
+    broken = next(o for o in layout_options(1, 2) if o.verdict == "breaks_rule")
+    reason = violations(plan_.request, broken.layout)[0].reason
+    with language("zh"):
+        said = say(reason)
+        note = next(o.note for o in layout_options(1, 2) if o.verdict == "breaks_rule")
+    assert said != reason and said in note and reason not in note
+    # Graded by the option's number, which no language changes.
+    register(client)
+    solution = GENERATORS["layout.pick_the_layout"]({"scenario": 1, "seed": 2})
+    form = {"item_id": "layout-pick-the-one-to-launch", "in_scenario": "1", "in_seed": "2",
+            "answer": str(int(solution.answer))}  # fmt: skip
+    page = client.post("/quiz/answer?lang=zh", data=form).text
+    assert "回答正确。" in page and said in page and reason not in page

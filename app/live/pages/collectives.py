@@ -11,8 +11,9 @@ from app.calc.bandwidth import busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective, ring_bytes_per_rank, ring_factor
 from app.calc.gloo import gloo_bytes_per_rank
 from app.calc.hardware import accelerator_for_device, link_busbw_peak_bytes_per_s
+from app.calc.messages import Message
 from app.formatting import bytes_human, latex_fraction
-from app.i18n import N_
+from app.i18n import N_, translate
 from app.live.demo_page import DemoPage
 from app.live.verdict import (
     GLOO_HEADERS,
@@ -23,11 +24,13 @@ from app.live.verdict import (
 )
 from demos.specs.collectives import KINDS, CollectivesParams, run_times_s
 
+# Chinese keeps all-reduce, reduce-scatter, all-gather and all-to-all as they are
+# (content/glossary.yaml); only broadcast has a Chinese name.
 KIND_NAMES = {
     "all_reduce": "all-reduce",
     "reduce_scatter": "reduce-scatter",
     "all_gather": "all-gather",
-    "broadcast": "broadcast",
+    "broadcast": N_("broadcast"),
     "all_to_all": "all-to-all",
 }
 # What S is for each kind (nccl-tests doc/PERFORMANCE.md).
@@ -75,7 +78,7 @@ class CollectivesPrediction:
 
     @staticmethod
     def name(kind: str) -> str:
-        return KIND_NAMES[kind]
+        return str(translate(KIND_NAMES[kind]))
 
     @staticmethod
     def size_meaning(kind: str) -> str:
@@ -173,7 +176,9 @@ def verdict(
 
 
 def _scope(kind: str, payload_bytes: int) -> str:
-    return f"{KIND_NAMES[kind]}, S = {bytes_human(payload_bytes)}"
+    """What a check was measured on, said in the reader's language where the page shows it."""
+    return Message(N_("%(kind)s, S = %(size)s"), kind=Message(KIND_NAMES[kind]),
+                   size=bytes_human(payload_bytes))  # fmt: skip
 
 
 def _logical_check(prediction: CollectivesPrediction, result: dict[str, Any]) -> Check:
@@ -227,8 +232,8 @@ def chart_points(event: dict[str, Any], prediction: CollectivesPrediction) -> di
     kind, payload = first["kind"], first["payload_bytes"]
     peak = prediction.link_peak(first.get("device", "cpu"), first.get("backend"))
     return {
-        "kind": KIND_NAMES[kind],
-        "kinds": [KIND_NAMES[k] for k in KINDS],
+        "kind": CollectivesPrediction.name(kind),
+        "kinds": [CollectivesPrediction.name(k) for k in KINDS],
         "sizes": prediction.sizes,
         "payload_bytes": payload,
         "busbw_gbps": prediction.busbw_gbps(kind, payload, prediction.time_s(event)),

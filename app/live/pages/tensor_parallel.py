@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.calc.messages import Message
 from app.calc.tensor_parallel import (
     PASSES,
     TPCollective,
@@ -47,8 +48,8 @@ class TensorParallelPrediction:
     world_size: int
 
     @property
-    def problem(self) -> str | None:
-        """Why the worker will refuse these shapes, shown before the run starts."""
+    def problem(self) -> Message | None:
+        """Why the worker will refuse these shapes, shown before the run starts (|say)."""
         return self.params.problem_with(self.world_size)
 
     def collectives(self, layout: str) -> tuple[TPCollective, ...]:

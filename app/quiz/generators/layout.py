@@ -7,7 +7,7 @@ is at least MIN_SLOWDOWN slower (`why_not`: which step term, by how many seconds
 picks which distractor of each kind and the order; the answer is the best layout's number.
 Nothing is stored: every number is the planner's, recomputed when the question is drawn and
 when it is graded. The words are the request's language (the layouts, the option names and the
-notes; a rule's reason with its numbers is the planner's own, in English).
+notes, a rule's reason with its numbers included); the answer is a number, whatever the language.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Literal
 
 from app.calc.planner import RULES, Layout, LayoutCost, Plan, PlanRequest, violations, why_not
 from app.calc.units import to_gb
-from app.i18n import N_, gettext
+from app.i18n import N_, gettext, say
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import RECOMPUTE_WORDS, link_name
 from app.quiz.layouts import (
@@ -196,7 +196,9 @@ def layout_options(scenario: int, seed: int) -> list[LayoutOption]:
         if rules:
             first = rules[0]
             note = gettext("**Breaks a rule**, `{rule}`: {reason}. The rule: {rule_text}.").format(
-                rule=first.rule, reason=first.reason, rule_text=gettext(RULE_WORDS[first.rule])
+                rule=first.rule,
+                reason=say(first.reason),
+                rule_text=gettext(RULE_WORDS[first.rule]),
             )
             broken.append(LayoutOption(lay, "breaks_rule", note, rule=first.rule))
     pick = _pick(rng, broken, "breaks a rule")
