@@ -13,6 +13,7 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 from app.calc.planner import Layout, Plan, PlanRequest, cluster, plan, plan_request
+from app.calc.planner.request import STEP_TERM_WORDS
 from app.calc.units import to_gb
 
 # Tokens to train on: only the planner's "days" depend on it, and no question asks for them.
@@ -108,16 +109,7 @@ SCHEDULE_TEXT = {
 RECOMPUTE_TEXT = {"none": "no recompute", "selective": "selective recompute",
                   "full": "full recompute"}  # fmt: skip
 # The planner's step terms (app.calc.planner.STEP_TERMS) and "memory", as a sentence says them.
-TERM_TEXT = {
-    "compute": "compute",
-    "recompute": "the recomputation",
-    "exposed_tp": "exposed TP communication",
-    "exposed_cp_ep": "exposed CP/EP communication",
-    "exposed_pp": "exposed pipeline sends",
-    "exposed_dp": "exposed DP (gradient reduce / ZeRO gathers)",
-    "bubble": "the pipeline bubble",
-    "memory": "memory",
-}
+TERM_TEXT = {**STEP_TERM_WORDS, "memory": "memory"}
 
 
 def layout_text(layout: Layout) -> str:

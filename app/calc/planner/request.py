@@ -35,6 +35,17 @@ STEP_TERMS = (
     "exposed_dp",
     "bubble",
 )
+# Each term named inside a sentence ("the largest gap is ..."): the why-not answer and the
+# layout quizzes say them, in the reader's language where a page shows them.
+STEP_TERM_WORDS = {
+    "compute": N_("compute"),
+    "recompute": N_("the recomputation"),
+    "exposed_tp": N_("exposed TP communication"),
+    "exposed_cp_ep": N_("exposed CP/EP communication"),
+    "exposed_pp": N_("exposed pipeline sends"),
+    "exposed_dp": N_("exposed DP (gradient reduce / ZeRO gathers)"),
+    "bubble": N_("the pipeline bubble"),
+}
 PIPELINE_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "gpipe")
 RECOMPUTE = ("none", "selective", "full")
 ZERO_OPTIONS = ((0, False), (1, False), (2, False), (3, False), (0, True))

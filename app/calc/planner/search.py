@@ -24,6 +24,7 @@ from app.calc.planner.costs import (
     step_numbers,
 )
 from app.calc.planner.request import (
+    STEP_TERM_WORDS,
     STEP_TERMS,
     ZERO_OPTIONS,
     Layout,
@@ -484,7 +485,7 @@ def why_not(plan_: Plan, layout: Layout) -> WhyNot:
             slowdown=f"{slowdown:.2f}",
             mine=f"{cost.step_time_s:.3g}",
             best=f"{best.step_time_s:.3g}",
-            term=blame,
+            term=Message(STEP_TERM_WORDS[blame]),
             gap=f"{excess[blame]:.3g}",
         )
     return WhyNot(layout, (), cost, best, slowdown, blame, excess[blame], text)

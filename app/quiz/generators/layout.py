@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from app.calc.planner import RULES, Layout, LayoutCost, Plan, PlanRequest, violations, why_not
+from app.calc.planner.request import STEP_TERM_WORDS
 from app.calc.units import to_gb
 from app.i18n import N_, gettext, say
 from app.quiz.generators.solution import Solution
@@ -38,17 +39,9 @@ MAX_SLOWDOWN = 3.0
 
 Verdict = Literal["best", "breaks_rule", "does_not_fit", "slower"]
 
-# app.quiz.layouts' names of the step terms, the schedules and the rules this generator's
-# distractors break, marked for translation (in English they are the same text).
-TERM_WORDS = {
-    "compute": N_("compute"),
-    "recompute": N_("the recomputation"),
-    "exposed_tp": N_("exposed TP communication"),
-    "exposed_cp_ep": N_("exposed CP/EP communication"),
-    "exposed_pp": N_("exposed pipeline sends"),
-    "exposed_dp": N_("exposed DP (gradient reduce / ZeRO gathers)"),
-    "bubble": N_("the pipeline bubble"),
-}
+# app.quiz.layouts' names of the schedules and the rules this generator's distractors break,
+# marked for translation (in English they are the same text); the step terms' are app.calc's.
+TERM_WORDS = STEP_TERM_WORDS
 LAYOUT_SCHEDULE_WORDS = {**SCHEDULE_TEXT, "interleaved": N_("interleaved 1F1B")}
 RULE_WORDS = {
     **RULES,
