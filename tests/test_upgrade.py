@@ -124,3 +124,27 @@ def test_the_app_upgrades_a_first_migration_database_and_keeps_everything(
         # The upgraded tables take new answers beside the old ones.
         assert "Recorded." in answer(client, ITEM, **RIGHT[ITEM]).text
         assert 'id="answer-count">2 of 2 correct<' in client.get("/progress").text
+
+
+def test_a_database_from_before_design_answers_were_kept_upgrades_and_records_them(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    database = settings.database_path
+    database.parent.mkdir(parents=True)
+    command.upgrade(alembic_config(settings.database_url), "0006")
+    with sqlite3.connect(database) as conn:
+        conn.execute(
+            "INSERT INTO user (id, username, password_hash, created_at) VALUES (1, 'ada', ?, ?)",
+            (hash_password("old password"), _stamp(datetime.now(UTC))),
+        )
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+    assert "designattempt" not in tables
+
+    with TestClient(create_app(settings)) as client:
+        log_in(client, "ada", "old password")
+        fields = {"scenario": "2", "dp": "4", "tp": "8", "pp": "2", "zero": "1"}
+        assert client.post("/mock/design", data=fields).status_code == 200
+        assert _rows(database, "user_id, scenario, verdict", "designattempt") == [(1, 2, "partial")]
+        assert 'data-verdict="partial"' in client.get("/progress").text

@@ -10,8 +10,9 @@ import random
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
-from app.quiz.design_run import DESIGN_LABELS, DesignAnswer, score_design
+from app.quiz.design_run import DESIGN_LABELS, DesignAnswer, record_design, score_design
 from app.quiz.layouts import SCENARIOS, SCHEDULE_TEXT, planner_url, scenario_fields
 from app.security import CurrentUser
 from app.templating import templates
@@ -37,9 +38,11 @@ def design_page(request: Request, user: CurrentUser, scenario: int | None = None
 def design_answer(
     request: Request,
     user: CurrentUser,
-    form: SubmittedForm,  # noqa: ARG001
+    session: SessionDep,
+    form: SubmittedForm,
 ) -> HTMLResponse:
-    """Scores the submitted layout against the planner; form errors come back inline (422)."""
+    """Scores the submitted layout against the planner and records it for the progress page;
+    form errors come back inline (422) and are not recorded."""
     answer, errors = parse_form(DesignAnswer, form, DESIGN_LABELS)
     if answer is None:
         try:
@@ -49,5 +52,7 @@ def design_answer(
         scenario = scenario if 0 <= scenario < len(SCENARIOS) else 0
         return _page(request, scenario, 422, errors=errors, values=dict(form))
     result = score_design(answer)
+    assert user.id is not None
+    record_design(session, user.id, answer, result)
     return _page(request, answer.scenario, result=result, values=dict(form),
                  planner_link=planner_url(answer.scenario, answer.layout()))  # fmt: skip

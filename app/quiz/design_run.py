@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session
 
 from app.calc.messages import N_, Message
 from app.calc.planner import RULES, Layout, LayoutCost, Rejected, why_not
 from app.calc.units import to_gb
 from app.quiz.layouts import SCENARIOS, TERM_TEXT, scenario_plan
+from app.quiz.models import DesignAttempt
 
 FULL_MARKS_WITHIN = 0.05  # a step at most 5% longer than the best scores full marks
 
@@ -171,3 +173,20 @@ def score_design(answer: DesignAnswer) -> DesignScore:
     )
     return DesignScore(best.step_time_s / cost.step_time_s, "partial", text, (), cost, best,
                        blame, why.blame_s, slowdown, front)  # fmt: skip
+
+
+def record_design(
+    session: Session, user_id: int, answer: DesignAnswer, result: DesignScore
+) -> DesignAttempt:
+    """Stores the answer with the score it was given; committed before the page says it."""
+    attempt = DesignAttempt(
+        user_id=user_id,
+        scenario=answer.scenario,
+        layout=answer.model_dump(exclude={"scenario"}),
+        score=result.score,
+        verdict=result.verdict,
+        rules=[r.rule for r in result.rules],
+    )
+    session.add(attempt)
+    session.commit()
+    return attempt

@@ -1,5 +1,5 @@
 """Quiz tables: every answer (QuizAttempt), the FSRS state per user per item, mock interviews,
-study groups and their members."""
+"design the run" answers, study groups and their members."""
 
 from __future__ import annotations
 
@@ -57,6 +57,22 @@ class MockInterview(SQLModel, table=True):
     questions: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
     time_limit_s: int
     started_at: datetime = Field(default_factory=utc_now)
+
+
+class DesignAttempt(SQLModel, table=True):
+    """One scored "design the run" answer (app/quiz/design_run.py). The score is kept as shown:
+    a later planner may score the same layout differently, and the history should not move."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    scenario: int  # an index into app.quiz.layouts.SCENARIOS
+    # DesignAnswer's fields but the scenario, so the layout can be re-scored and re-opened.
+    layout: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    score: float  # 0 to 1
+    verdict: str = Field(max_length=20)  # app.quiz.design_run.Verdict
+    # breaks_rule: the keys of app.calc.planner.RULES it broke; otherwise empty.
+    rules: list[str] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utc_now, index=True)
 
 
 class StudyGroup(SQLModel, table=True):

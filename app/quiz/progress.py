@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
-from app.quiz.models import ItemState, QuizAttempt
+from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
 from app.quiz.review_queue import new_left_today
 from app.quiz.scheduling import SCHEDULER, recall_probability
 
@@ -72,6 +72,17 @@ class Progress:
 
 def states_of(session: Session, user_id: int) -> list[ItemState]:
     return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
+
+
+def recent_designs(session: Session, user_id: int, limit: int = 20) -> list[DesignAttempt]:
+    """The user's "design the run" answers, newest first."""
+    statement = (
+        select(DesignAttempt)
+        .where(DesignAttempt.user_id == user_id)
+        .order_by(col(DesignAttempt.created_at).desc(), col(DesignAttempt.id).desc())
+        .limit(limit)
+    )
+    return list(session.exec(statement))
 
 
 def topic_progress(

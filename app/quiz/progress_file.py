@@ -3,7 +3,8 @@
 Import never loses data: the whole file is validated before anything is written, attempts
 already present are not added twice, an item's scheduler state is replaced only by a state
 reviewed more recently, and the study goal only by one set more recently. Everything lands in
-one transaction. Version 1 files, from before the goal was exported, import as they did.
+one transaction. Version 1 files, from before the goal was exported, and version 2 files from
+before "design the run" answers were kept, import as they did.
 """
 
 from __future__ import annotations
@@ -13,12 +14,22 @@ from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 from fsrs import Card
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from sqlmodel import Session, select
 
+from app.calc.planner import RULES
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
-from app.quiz.models import ItemState, QuizAttempt
+from app.quiz.design_run import DesignAnswer, Verdict
+from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
 
 FORMAT = "shardlab-progress"
 VERSION = 2
@@ -69,6 +80,34 @@ class ExportedGoal(_Strict):
     updated_at: AwareDatetime
 
 
+class ExportedDesign(_Strict):
+    scenario: int
+    layout: dict[str, int | str]
+    score: Annotated[float, Field(ge=0, le=1)]
+    verdict: Verdict
+    rules: list[str]
+    created_at: AwareDatetime
+
+    @field_validator("rules")
+    @classmethod
+    def _the_planners_rules(cls, value: list[str]) -> list[str]:
+        unknown = [rule for rule in value if rule not in RULES]
+        if unknown:
+            raise ValueError(f"not a rule of the layout planner: {', '.join(unknown)}")
+        return value
+
+    @model_validator(mode="after")
+    def _a_layout_the_page_would_take(self) -> ExportedDesign:
+        # The page's own form model, so an imported layout re-opens and re-scores as typed.
+        try:
+            DesignAnswer.model_validate({**self.layout, "scenario": self.scenario})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise ValueError(f"layout.{where}: {error['msg']}") from None
+        return self
+
+
 class ProgressFile(_Strict):
     format: Literal["shardlab-progress"]
     version: Literal[1, 2]
@@ -76,6 +115,8 @@ class ProgressFile(_Strict):
     states: list[ExportedState]
     attempts: Annotated[list[ExportedAttempt], Field(max_length=MAX_ATTEMPTS)]
     goal: ExportedGoal | None = None  # absent from version 1; null when no goal was set
+    # Absent from files exported before design answers were kept.
+    designs: Annotated[list[ExportedDesign], Field(max_length=MAX_ATTEMPTS)] = []
 
 
 @dataclass(frozen=True)
@@ -83,12 +124,16 @@ class Imported:
     attempts_added: int
     states_updated: int
     goal_restored: bool
+    designs_added: int
 
 
 def export_progress(session: Session, user_id: int) -> dict[str, Any]:
     states = session.exec(select(ItemState).where(ItemState.user_id == user_id)).all()
     attempts = session.exec(
         select(QuizAttempt).where(QuizAttempt.user_id == user_id).order_by(QuizAttempt.id)
+    ).all()
+    designs = session.exec(
+        select(DesignAttempt).where(DesignAttempt.user_id == user_id).order_by(DesignAttempt.id)
     ).all()
     goal = session.exec(select(StudyGoal).where(StudyGoal.user_id == user_id)).first()
     exported_goal = None
@@ -113,6 +158,9 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
             for a in attempts
         ],
         goal=exported_goal,
+        designs=[
+            ExportedDesign.model_validate(d.model_dump(exclude={"id", "user_id"})) for d in designs
+        ],
     )
     return data.model_dump(mode="json")
 
@@ -167,8 +215,27 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         session.add(state)
         updated += 1
     goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
+    designs_added = _add_designs(session, user_id, data.designs)
     session.commit()
-    return Imported(added, updated, goal_restored)
+    return Imported(added, updated, goal_restored, designs_added)
+
+
+def _add_designs(session: Session, user_id: int, designs: list[ExportedDesign]) -> int:
+    """Adds the file's design answers this user does not have yet; a design answer is known by
+    its scenario and moment, as an attempt is by its item and moment."""
+    existing = {
+        (d.scenario, d.created_at.astimezone(UTC))
+        for d in session.exec(select(DesignAttempt).where(DesignAttempt.user_id == user_id))
+    }
+    added = 0
+    for d in designs:
+        key = (d.scenario, d.created_at.astimezone(UTC))
+        if key in existing:
+            continue
+        existing.add(key)
+        session.add(DesignAttempt(user_id=user_id, **d.model_dump()))
+        added += 1
+    return added
 
 
 def _restore_goal(session: Session, user_id: int, goal: ExportedGoal) -> bool:

@@ -15,7 +15,8 @@ from app.db import SessionDep
 from app.forms import SubmittedForm
 from app.i18n import gettext
 from app.language import request_language
-from app.quiz.progress import progress_of
+from app.quiz.layouts import scenario_fields
+from app.quiz.progress import progress_of, recent_designs
 from app.quiz.progress_file import export_progress, import_progress, parse_progress
 from app.quiz.service import attempts_of
 from app.security import CurrentUser
@@ -45,11 +46,15 @@ def _page(
                for w in progress.weakest}  # fmt: skip
     questions = {item_id: re.sub(r"\{\w+\}", "…", p) for item_id, p in prompts.items()}
     titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
+    designs = recent_designs(session, user.id)
+    scenarios = {d.scenario: scenario_fields(d.scenario) for d in designs}
     context = {
         "progress": progress,
         "questions": questions,
         "titles": titles,
         "attempts": attempts_of(session, user, limit=50),
+        "designs": designs,
+        "scenarios": scenarios,
         "chart_json": json.dumps(chart),
         **extra,
     }
