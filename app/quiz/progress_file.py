@@ -9,9 +9,10 @@ before "design the run" answers were kept, import as they did.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fsrs import Card
 from pydantic import (
@@ -23,13 +24,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from sqlmodel import Session, select
+from sqlmodel import Session, SQLModel, select
 
 from app.calc.planner import RULES
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.design_run import DesignAnswer, Verdict
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
+
+Row = TypeVar("Row")
 
 FORMAT = "shardlab-progress"
 VERSION = 2
@@ -187,18 +190,15 @@ def _last_review(card: dict[str, Any]) -> datetime:
 
 def import_progress(session: Session, user_id: int, data: ProgressFile) -> Imported:
     """Merges the file into this user's progress."""
-    existing = {
-        (a.item_id, a.created_at.astimezone(UTC))
-        for a in session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id))
-    }
-    added = 0
-    for a in data.attempts:
-        key = (a.item_id, a.created_at.astimezone(UTC))
-        if key in existing:
-            continue
-        existing.add(key)
-        session.add(QuizAttempt(user_id=user_id, **a.model_dump()))
-        added += 1
+    # An answer is known by its item and moment, a design answer by its scenario and moment.
+    attempts = session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id))
+    added = _add_unseen(
+        session,
+        data.attempts,
+        {(a.item_id, a.created_at.astimezone(UTC)) for a in attempts},
+        lambda a: (a.item_id, a.created_at.astimezone(UTC)),
+        lambda a: QuizAttempt(user_id=user_id, **a.model_dump()),
+    )
     states = {
         s.item_id: s for s in session.exec(select(ItemState).where(ItemState.user_id == user_id))
     }
@@ -215,25 +215,33 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         session.add(state)
         updated += 1
     goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
-    designs_added = _add_designs(session, user_id, data.designs)
+    designs = session.exec(select(DesignAttempt).where(DesignAttempt.user_id == user_id))
+    designs_added = _add_unseen(
+        session,
+        data.designs,
+        {(d.scenario, d.created_at.astimezone(UTC)) for d in designs},
+        lambda d: (d.scenario, d.created_at.astimezone(UTC)),
+        lambda d: DesignAttempt(user_id=user_id, **d.model_dump()),
+    )
     session.commit()
     return Imported(added, updated, goal_restored, designs_added)
 
 
-def _add_designs(session: Session, user_id: int, designs: list[ExportedDesign]) -> int:
-    """Adds the file's design answers this user does not have yet; a design answer is known by
-    its scenario and moment, as an attempt is by its item and moment."""
-    existing = {
-        (d.scenario, d.created_at.astimezone(UTC))
-        for d in session.exec(select(DesignAttempt).where(DesignAttempt.user_id == user_id))
-    }
+def _add_unseen(
+    session: Session,
+    rows: Iterable[Row],
+    known: set[Hashable],
+    key: Callable[[Row], Hashable],
+    make: Callable[[Row], SQLModel],
+) -> int:
+    """Adds the rows of the file whose key this user has not got yet (nor an earlier row of the
+    same file); how many were added."""
     added = 0
-    for d in designs:
-        key = (d.scenario, d.created_at.astimezone(UTC))
-        if key in existing:
+    for row in rows:
+        if (k := key(row)) in known:
             continue
-        existing.add(key)
-        session.add(DesignAttempt(user_id=user_id, **d.model_dump()))
+        known.add(k)
+        session.add(make(row))
         added += 1
     return added
 
