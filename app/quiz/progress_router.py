@@ -106,11 +106,10 @@ def progress_import(
         return _page(request, user, session, 422, import_errors=problems)
     assert user.id is not None
     imported = import_progress(session, user.id, data)
-    counts = {"answers": imported.attempts_added, "schedules": imported.states_updated}
+    counts = {"answers": imported.attempts_added, "schedules": imported.states_updated,
+              "designs": imported.designs_added}  # fmt: skip
+    message = gettext("Imported: %(answers)s answers added, %(schedules)s item schedules "
+                      "updated, %(designs)s design answers added.") % counts  # fmt: skip
     if imported.goal_restored:
-        message = gettext("Imported: %(answers)s answers added, %(schedules)s item schedules "
-                          "updated, study goal restored.") % counts  # fmt: skip
-    else:
-        message = gettext("Imported: %(answers)s answers added, %(schedules)s item schedules "
-                          "updated.") % counts  # fmt: skip
+        message += " " + gettext("Study goal restored.")
     return _page(request, user, session, import_message=message)

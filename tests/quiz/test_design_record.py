@@ -102,8 +102,9 @@ def test_design_answers_round_trip_through_export_and_import_once(
     assert [d["verdict"] for d in exported["designs"]] == ["partial", "breaks_rule"]
     log_out(quiz_client)
     register(quiz_client, "bob")
-    _import(quiz_client, exported)
-    _import(quiz_client, exported)
+    designs = len(exported["designs"])
+    assert f"{designs} design answers added" in _import(quiz_client, exported)
+    assert "0 design answers added" in _import(quiz_client, exported)  # nothing twice
     assert _export(quiz_client)["designs"] == exported["designs"]
     bob = [
         (d.scenario, d.layout, d.score, d.verdict, d.rules) for d in _designs(quiz_client, "bob")

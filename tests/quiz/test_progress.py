@@ -161,14 +161,14 @@ def test_the_study_goal_round_trips_and_never_replaces_a_newer_one(
     assert exported["goal"]["minutes_per_day"] == 45
     log_out(quiz_client)
     register(quiz_client, "bob")
-    assert "study goal restored" in _import(quiz_client, exported)
+    assert "Study goal restored" in _import(quiz_client, exported)
     bob = _goal(quiz_client, "bob")
     assert bob and (bob.interview_date, bob.minutes_per_day) == (interview, 45)
     assert _export(quiz_client)["goal"] == exported["goal"]
-    assert "study goal restored" not in _import(quiz_client, exported)
+    assert "Study goal restored" not in _import(quiz_client, exported)
     # A goal set after the export is the learner's latest word: the file does not undo it.
     _set_goal(quiz_client, interview + timedelta(days=7), 90)
-    assert "study goal restored" not in _import(quiz_client, exported)
+    assert "Study goal restored" not in _import(quiz_client, exported)
     bob = _goal(quiz_client, "bob")
     assert bob and (bob.interview_date, bob.minutes_per_day) == (interview + timedelta(days=7), 90)
 

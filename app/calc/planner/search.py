@@ -480,7 +480,7 @@ def why_not(plan_: Plan, layout: Layout) -> WhyNot:
         text = Message(
             N_(
                 "%(slowdown)sx the best step time (%(mine)s s vs %(best)s s); the largest gap "
-                "is %(term)s (+%(gap)s s)"
+                "is %(term)s, +%(gap)s s over the best layout's"
             ),
             slowdown=f"{slowdown:.2f}",
             mine=f"{cost.step_time_s:.3g}",
