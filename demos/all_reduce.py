@@ -18,7 +18,6 @@ import torch.distributed as dist
 
 from app.calc.comm import Collective, ring_factor
 from demos import flight_recorder
-from demos.collectives import recorded_times_s
 from demos.probes import RankInfo, TimedStep, count_then_time
 from demos.specs.all_reduce import AllReduceParams
 
@@ -65,7 +64,7 @@ def clean_time_s(timed: TimedStep, rank: RankInfo) -> float | None:
     if not flight_recorder.timed(rank.backend):
         return None
     runs = flight_recorder.read([timed.recorded], rank.backend, timed=True)
-    times = recorded_times_s(runs)
+    times = flight_recorder.durations_s(runs)
     return None if times is None else times[0]
 
 

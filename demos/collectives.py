@@ -130,25 +130,13 @@ def run(rank: RankInfo, params: CollectivesParams) -> Iterator[dict[str, Any]]:
                 "kind": kind,
                 "payload_bytes": payload,
                 "times_s": times,
-                "recorded_times_s": recorded_times_s(recorded),
+                "recorded_times_s": flight_recorder.durations_s(recorded),
                 "wire_bytes": wires,
                 "logical_bytes": counted.counter.logical_bytes(),
                 "collectives": counted.counter.by_kind(),
                 "recorded": [record.as_dict() for record in recorded[0]],
                 "correct": correct,
             }
-
-
-def recorded_times_s(runs: list[list[flight_recorder.Recorded]]) -> list[float] | None:
-    """Each clean run's time as the backend measured it, or None where any run lacks one
-    (gloo, NCCL without timing, a duration not yet read)."""
-    times = []
-    for records in runs:
-        durations = [record.duration_s for record in records]
-        if not durations or None in durations:
-            return None
-        times.append(sum(d for d in durations if d is not None))
-    return times
 
 
 def summary(

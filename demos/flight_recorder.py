@@ -23,6 +23,7 @@ buffer (bench/flight_recorder_read.py: about 1.6 ms for 256 entries, 14 ms for 2
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -114,18 +115,16 @@ class Recorded:
             "group_size": self.group_size,
             "input_bytes": self.input_bytes,
             "output_bytes": self.output_bytes,
+            "payload_bytes": self.payload_bytes,
             "duration_s": self.duration_s,
         }
 
 
 def _bytes(sizes: Iterable[Iterable[int]], dtypes: Iterable[str]) -> int:
-    total = 0
-    for shape, dtype in zip(sizes, dtypes, strict=False):
-        elements = 1
-        for extent in shape:
-            elements *= int(extent)
-        total += elements * DTYPE_BYTES.get(dtype, 0)
-    return total
+    return sum(
+        math.prod(int(extent) for extent in shape) * DTYPE_BYTES.get(dtype, 0)
+        for shape, dtype in zip(sizes, dtypes, strict=False)
+    )
 
 
 def _group_sizes(trace: dict[str, Any]) -> dict[str, int]:
@@ -228,6 +227,18 @@ def read(
                 for group in chosen
             ]
         time.sleep(POLL_S)
+
+
+def durations_s(runs: list[list[Recorded]]) -> list[float] | None:
+    """Each clean run's time as the backend measured it, or None where any run lacks one
+    (gloo, NCCL without timing, a duration not yet read)."""
+    times = []
+    for records in runs:
+        durations = [record.duration_s for record in records]
+        if not durations or None in durations:
+            return None
+        times.append(sum(d for d in durations if d is not None))
+    return times
 
 
 def timed(backend: str) -> bool:

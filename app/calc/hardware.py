@@ -231,22 +231,20 @@ ACCELERATORS: dict[str, Accelerator] = {
 
 # torch.cuda.get_device_name() (the driver's name, as nvidia-smi prints it) -> preset. A name
 # that is not here (H100 NVL, A100 PCIe, ...) has no preset: its link is not assumed.
-DEVICE_NAMES: tuple[tuple[str, str], ...] = (
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-    ("NVIDIA H100 PCIe", "h100-pcie"),
-    ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
-    ("NVIDIA B200", "b200"),
-    ("AMD Instinct MI300X", "mi300x"),
-)
+DEVICE_NAMES: dict[str, str] = {
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H100 PCIe": "h100-pcie",
+    "NVIDIA H200": "h200",
+    "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm",
+    "NVIDIA B200": "b200",
+    "AMD Instinct MI300X": "mi300x",
+}
 
 
 def accelerator_for_device(device_name: str) -> Accelerator | None:
     """The preset of a device torch names, or None where there is none."""
-    for name, slug in DEVICE_NAMES:
-        if device_name == name:
-            return ACCELERATORS[slug]
-    return None
+    slug = DEVICE_NAMES.get(device_name)
+    return None if slug is None else ACCELERATORS[slug]
 
 
 def link_busbw_peak_bytes_per_s(acc: Accelerator) -> float:

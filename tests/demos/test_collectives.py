@@ -86,6 +86,7 @@ def test_the_backend_records_each_clean_run_as_gloo_runs_it(demo_worker: WorkerI
                     "group_size": 2,
                     "input_bytes": input_bytes,
                     "output_bytes": output_bytes,
+                    "payload_bytes": s,  # nccl-tests' S: the larger of input and output
                     "duration_s": None,
                 }
             ]

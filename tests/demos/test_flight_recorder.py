@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from demos import flight_recorder
-from demos.collectives import recorded_times_s
 from demos.specs.collectives import run_times_s
 
 
@@ -112,7 +111,7 @@ def test_a_duration_that_never_comes_leaves_the_wall_clock_in_charge() -> None:
     )
     assert record.duration_s is None
     assert time.monotonic() - started < 1
-    assert recorded_times_s([[record]]) is None
+    assert flight_recorder.durations_s([[record]]) is None
 
 
 def test_times_come_from_the_backend_only_when_every_rank_recorded_every_run() -> None:
@@ -120,9 +119,11 @@ def test_times_come_from_the_backend_only_when_every_rank_recorded_every_run() -
         records = flight_recorder.parse({"entries": [entry(1, "nccl:all_reduce", 0)]})
         return [replace(records[0], duration_s=d) for d in durations]
 
-    assert recorded_times_s([run([1e-3]), run([2e-3, 1e-3])]) == pytest.approx([1e-3, 3e-3])
-    assert recorded_times_s([run([1e-3]), run([None])]) is None
-    assert recorded_times_s([run([])]) is None
+    assert flight_recorder.durations_s([run([1e-3]), run([2e-3, 1e-3])]) == pytest.approx(
+        [1e-3, 3e-3]
+    )
+    assert flight_recorder.durations_s([run([1e-3]), run([None])]) is None
+    assert flight_recorder.durations_s([run([])]) is None
 
     nccl = [{"times_s": [9.0], "recorded_times_s": [1e-3]}] * 2
     assert run_times_s(nccl) == ([[1e-3], [1e-3]], "recorded")

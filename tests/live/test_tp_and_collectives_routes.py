@@ -91,7 +91,8 @@ def test_on_nccl_the_page_times_by_nccls_events_and_draws_the_links_peak() -> No
     params = CollectivesParams(max_size_mib=1, sizes=1, iterations=1)
     s = 2**20
     logged = {"backend": "nccl", "name": "all_reduce", "kind": "all_reduce", "group": "0",
-              "group_size": 2, "input_bytes": s, "output_bytes": s, "duration_s": 1e-5}  # fmt: skip
+              "group_size": 2, "input_bytes": s, "output_bytes": s, "payload_bytes": s,
+              "duration_s": 1e-5}  # fmt: skip
     rows = [
         {"rank": r, "device": "NVIDIA H100 80GB HBM3", "backend": "nccl", "kind": "all_reduce",
          "payload_bytes": s,

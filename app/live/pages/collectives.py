@@ -194,8 +194,7 @@ def _recorded_check(prediction: CollectivesPrediction, result: dict[str, Any]) -
     """What the backend logged of a clean run (torch's Flight Recorder): one op of S bytes in a
     group of all N ranks, on every rank."""
     size, n = result["payload_bytes"], prediction.world_size
-    logged = [sum(max(r["input_bytes"], r["output_bytes"]) for r in rank)
-              for rank in result["recorded"]]  # fmt: skip
+    logged = [sum(r["payload_bytes"] for r in rank) for rank in result["recorded"]]
     one_op_of_all_ranks = all(
         len(rank) == 1 and rank[0]["group_size"] in (n, None) for rank in result["recorded"]
     )
