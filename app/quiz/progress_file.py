@@ -191,11 +191,10 @@ def _last_review(card: dict[str, Any]) -> datetime:
 def import_progress(session: Session, user_id: int, data: ProgressFile) -> Imported:
     """Merges the file into this user's progress."""
     # An answer is known by its item and moment, a design answer by its scenario and moment.
-    attempts = session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id))
     added = _add_unseen(
         session,
         data.attempts,
-        {(a.item_id, a.created_at.astimezone(UTC)) for a in attempts},
+        session.exec(select(QuizAttempt).where(QuizAttempt.user_id == user_id)),
         lambda a: (a.item_id, a.created_at.astimezone(UTC)),
         lambda a: QuizAttempt(user_id=user_id, **a.model_dump()),
     )
@@ -215,11 +214,10 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         session.add(state)
         updated += 1
     goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
-    designs = session.exec(select(DesignAttempt).where(DesignAttempt.user_id == user_id))
     designs_added = _add_unseen(
         session,
         data.designs,
-        {(d.scenario, d.created_at.astimezone(UTC)) for d in designs},
+        session.exec(select(DesignAttempt).where(DesignAttempt.user_id == user_id)),
         lambda d: (d.scenario, d.created_at.astimezone(UTC)),
         lambda d: DesignAttempt(user_id=user_id, **d.model_dump()),
     )
@@ -230,12 +228,14 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
 def _add_unseen(
     session: Session,
     rows: Iterable[Row],
-    known: set[Hashable],
-    key: Callable[[Row], Hashable],
+    stored: Iterable[Any],
+    key: Callable[[Any], Hashable],
     make: Callable[[Row], SQLModel],
 ) -> int:
-    """Adds the rows of the file whose key this user has not got yet (nor an earlier row of the
-    same file); how many were added."""
+    """Adds the rows of the file whose key no stored row of this user has (nor an earlier row
+    of the same file); how many were added. A stored row and a file's row have the fields the
+    key reads, so one key serves both."""
+    known = {key(row) for row in stored}
     added = 0
     for row in rows:
         if (k := key(row)) in known:
