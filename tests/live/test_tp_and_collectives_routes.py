@@ -69,7 +69,8 @@ def test_collectives_stream_rows_chart_points_and_the_comparison(app_client: Tes
     assert '<td class="num rs-ag-logical">262,144</td>' in html
     # gloo logs its own name for each op and records no time: the wall clock times them
     assert html.count('<td class="recorded">gloo:all_reduce</td>') == 4  # AR and RS, 2 sizes
-    assert html.count('<td class="time-source">wall clock</td>') == 10
+    assert html.count("Times are the wall clock around each clean run") == 1
+    assert "*</td>" not in html  # one clock for every row: none marked
     assert all(p["peak_busbw_gbps"] is None for p in points)
     assert "CPU ranks talk through the kernel" in html
 
@@ -85,6 +86,7 @@ def test_on_nccl_the_page_times_by_nccls_events_and_draws_the_links_peak() -> No
     no GPU, so the run is written out here): NCCL's durations set the time and busbw, and the
     chart's peak is NVLink 4's 450 GB/s one way."""
     from app.live.pages.collectives import PAGE, CollectivesPrediction, chart_points
+    from app.templating import templates
     from demos.collectives import summary
     from demos.specs.collectives import CollectivesParams
 
@@ -109,6 +111,15 @@ def test_on_nccl_the_page_times_by_nccls_events_and_draws_the_links_peak() -> No
     point = chart_points(event, prediction)
     assert point["peak_busbw_gbps"] == 450.0
     assert point["peak_label"] == "NVLink 4 (18 links)"
+    # a second size whose records had no duration on one rank: timed by the wall clock, marked
+    late = [{**row, "payload_bytes": 2 * s, "recorded_times_s": None if row["rank"] else [1e-5]}
+            for row in rows]  # fmt: skip
+    mixed = summary(params, 2, [event, {"ranks": late, "correct": True}])
+    html = templates.get_template("demos/_collectives_summary.html").render(
+        summary=mixed, prediction=prediction, world_size=2
+    )
+    assert "rows marked * are timed by the wall clock" in html
+    assert html.count("*</td>") == 1
     gloo_on_cuda = {"ranks": [{**row, "backend": "gloo"} for row in rows], "correct": True}
     assert chart_points(gloo_on_cuda, prediction)["peak_busbw_gbps"] is None
     checks = PAGE.verdict(summary(params, 2, [event]), prediction, "nccl")
