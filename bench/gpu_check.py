@@ -44,6 +44,8 @@ from demos.specs import DEMO_COLLECTIVES, DEMO_MIN_RANKS, DEMO_PARAMS
 from demos.specs._devices import GLOO_ON_CUDA, job_problem
 
 READY_TIMEOUT_S = 180.0
+POLL_S = 0.5
+STATUS_TIMEOUT_S = 5.0
 # A larger ZeRO model on CUDA ranks only: hundreds of MB per rank, so the allocator's figures
 # mean something beside the tensor accounting (demos/specs/zero_stages.py, MODEL_SCALES).
 CUDA_EXTRA_RUNS = (("zero_stages", {"width": 128, "layers": 4, "vocab": 1024, "model_scale": 8}),)
@@ -89,6 +91,23 @@ class Worker:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """True once the worker answers; False as soon as it exits (a rank that cannot start,
+        as NCCL without a GPU, says why in the log) or once `timeout_s` has passed."""
+        if self.local is not None:
+            return self.local.wait_ready(timeout_s)
+        assert self.torchrun is not None
+        client = WorkerClient(self.address, self.token, connect_timeout_s=POLL_S)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.torchrun.poll() is None:
+            try:
+                if asyncio.run(client.status(timeout_s=STATUS_TIMEOUT_S)).get("ready"):
+                    return True
+            except WorkerUnavailable:
+                pass
+            time.sleep(POLL_S)
+        return False
 
     def stop(self) -> None:
         if self.local is not None:
@@ -190,11 +209,21 @@ def gloo_cuda_lines() -> list[str]:
 
 
 async def check_all(client: WorkerClient) -> dict[str, Any]:
+    """Every demo in turn, each printed as it ends: a run cut short still shows what ran."""
     status = await client.status()
+    print(
+        f"device {status['device_name']} ({status['device']}), backend {status['backend']}, "
+        f"{status['world_size']} rank(s)"
+    )
+    print("\n".join(gloo_cuda_lines()), flush=True)
     runs = [(demo, importlib.import_module(f"demos.{demo}").WARMUP) for demo in DEMO_PARAMS]
-    if status["device"] == "cuda":  # untested on GPU as of 2026-11-25
+    if status["device"] == "cuda":  # untested on GPU as of 2026-11-27
         runs += [(demo, params) for demo, params in CUDA_EXTRA_RUNS]
-    results = [await run_one(client, demo, params, status) for demo, params in runs]
+    results = []
+    for demo, params in runs:
+        results.append(await run_one(client, demo, params, status))
+        print_result(results[-1])
+        sys.stdout.flush()
     return {
         "device": status["device"],
         "device_name": status["device_name"],
@@ -210,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         worker = Worker(args, Path(log_dir))
         worker.start()
         try:
+            if not worker.wait_ready(READY_TIMEOUT_S):
+                print(f"the worker did not start:\n{worker.log_tail()}", file=sys.stderr)
+                return 2
             client = WorkerClient(worker.address, worker.token, connect_timeout_s=READY_TIMEOUT_S)
             report = asyncio.run(check_all(client))
         except WorkerUnavailable as exc:
@@ -217,13 +249,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         finally:
             worker.stop()
-    print(
-        f"device {report['device_name']} ({report['device']}), backend {report['backend']}, "
-        f"{report['ranks']} rank(s)"
-    )
-    print("\n".join(gloo_cuda_lines()))
-    for result in report["results"]:
-        print_result(result)
     bad = [r["demo"] for r in report["results"] if r["status"] in ("failed", "disagrees")]
     counts = {
         s: sum(r["status"] == s for r in report["results"]) for s in ("ok", "skipped", "refused")

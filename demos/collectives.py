@@ -26,6 +26,7 @@ import torch.distributed as dist
 from app.calc.bandwidth import algbw_bytes_per_s, busbw_bytes_per_s, slowest_rank_median_s
 from app.calc.comm import Collective
 from demos import flight_recorder
+from demos.collective_calls import all_gather_single, reduce_scatter_single
 from demos.probes import RankInfo, count_then_time
 from demos.specs.collectives import KINDS, CollectivesParams, run_times_s
 
@@ -90,8 +91,8 @@ class Buffers:
         part_in, part_out = self.input[: self.chunk], self.output[: self.chunk]
         calls: dict[str, tuple[Callable[[], object], torch.Tensor]] = {
             "all_reduce": (lambda: dist.all_reduce(self.input), self.input),
-            "reduce_scatter": (lambda: dist.reduce_scatter_single(part_out, self.input), part_out),
-            "all_gather": (lambda: dist.all_gather_single(self.output, part_in), self.output),
+            "reduce_scatter": (lambda: reduce_scatter_single(part_out, self.input), part_out),
+            "all_gather": (lambda: all_gather_single(self.output, part_in), self.output),
             "broadcast": (lambda: dist.broadcast(self.input, src=ROOT), self.input),
             "all_to_all": (lambda: dist.all_to_all_single(self.output, self.input), self.output),
         }

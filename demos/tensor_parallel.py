@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from demos.collective_calls import all_gather_single
 from demos.probes import CountedStep, RankInfo, TimedStep
 from demos.specs.tensor_parallel import TensorParallelParams
 
@@ -81,7 +82,7 @@ def _gather_last_dim(x: torch.Tensor, world_size: int) -> torch.Tensor:
     """All-gather column slices (tokens, h/N) from every rank into (tokens, h)."""
     tokens, width = x.shape
     out = torch.empty((world_size * tokens, width), dtype=x.dtype, device=x.device)
-    dist.all_gather_single(out, x.contiguous())
+    all_gather_single(out, x.contiguous())
     return out.view(world_size, tokens, width).permute(1, 0, 2).reshape(tokens, -1)
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from demos.specs import DEMO_PARAMS
 
@@ -65,3 +66,16 @@ def test_one_rank_skips_the_demos_that_need_two(tmp_path: Path) -> None:
     assert {demo for demo, s in status.items() if s == "skipped"} == skipped
     assert {s for demo, s in status.items() if demo not in skipped} == {"ok"}
     assert "needs at least 2 ranks; this worker has 1" in done.stdout
+
+
+@pytest.mark.demo
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU here lets the NCCL worker start")
+def test_a_worker_that_cannot_start_is_reported_at_once_with_its_reason() -> None:
+    # Without a GPU, NCCL's rank exits at start: the check says why within seconds instead
+    # of waiting out its ready timeout (180 s) and printing nothing, as it did before.
+    command = [sys.executable, "bench/gpu_check.py", "--backend", "nccl", "--ranks", "1"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 2
+    assert "the worker did not start:" in done.stderr
+    assert "--backend nccl needs 1 visible GPU(s) and an NCCL build" in done.stderr

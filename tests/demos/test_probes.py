@@ -27,6 +27,7 @@ def _probe_rank(rank: int, port: int, out_dir: str) -> None:
     import torch.distributed as dist
     import torch.distributed._functional_collectives as funcol
 
+    from demos.collective_calls import all_gather_single, reduce_scatter_single
     from demos.probes import CollectiveCounter, CountedStep, RankInfo, count_then_time
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -36,14 +37,18 @@ def _probe_rank(rank: int, port: int, out_dir: str) -> None:
     counter = CollectiveCounter()
     with counter:
         with counter.phase("reduce_scatter"):
-            dist.reduce_scatter_single(torch.empty(ELEMENTS // WORLD_SIZE), x)
+            reduce_scatter_single(torch.empty(ELEMENTS // WORLD_SIZE), x)
         with counter.phase("all_gather"):
-            dist.all_gather_single(torch.empty(ELEMENTS * WORLD_SIZE), x)
+            all_gather_single(torch.empty(ELEMENTS * WORLD_SIZE), x)
         with counter.phase("broadcast"):
             dist.broadcast(x, src=0)
         with counter.phase("functional"):
-            funcol.all_gather_single(x, 0, dist.group.WORLD).wait()
-            funcol.reduce_scatter_single(x, "sum", 0, dist.group.WORLD).wait()
+            # torch 2.11 (the lent GPU machines') names them all_gather_tensor and
+            # reduce_scatter_tensor; 2.13 renames them (demos/collective_calls.py).
+            gather = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor
+            scatter = getattr(funcol, "reduce_scatter_single", None) or funcol.reduce_scatter_tensor
+            gather(x, 0, dist.group.WORLD).wait()
+            scatter(x, "sum", 0, dist.group.WORLD).wait()
         with counter.phase("p2p"):
             if rank == 0:
                 dist.send(x, dst=1)
