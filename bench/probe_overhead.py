@@ -52,7 +52,7 @@ def rank_main(
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(60))
     info = RankInfo(rank, WORLD_SIZE, "gloo", torch.device("cpu"))
     params = ZeroStagesParams(**model)
-    model, holder, optimizer = build("ddp", info, params)
+    model, holder, optimizer, _ = build("ddp", info, params)
     tokens = batch_for(params, info, 0)
     step_of = {
         "plain": lambda: plain_step(model, optimizer, tokens),

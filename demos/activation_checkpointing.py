@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from demos.live_bytes import LiveBytesTrace, cuda_allocator_peak
+from demos.live_bytes import LiveBytesTrace, cuda_allocator_window
 from demos.probes import RankInfo, SavedActivationMeter
 from demos.specs.activation_checkpointing import ActivationCheckpointingParams
 
@@ -95,7 +95,7 @@ def backward_peak(
     stack.zero_grad(set_to_none=True)
     trace = LiveBytesTrace(track=[x], exclude=stack.parameters())
     segments = {f"segment {index}": index for index in range(1, len(stack) + 1)}
-    with cuda_allocator_peak(x.device) as allocator, trace:
+    with cuda_allocator_window(x.device) as allocator, trace:
         trace.mark("forward")
         loss = loss_of(forward(stack, x, segment_layers, trace))
         trace.mark("backward")  # from the loss to the last output, before any segment

@@ -125,18 +125,24 @@ class LiveBytesTrace(TorchDispatchMode):
 
 
 @dataclass
-class AllocatorPeak:
-    peak_bytes: int | None = None  # None on CPU, where torch keeps no allocator statistics
+class AllocatorWindow:
+    """The CUDA caching allocator over a block, above what was allocated before it; None on
+    CPU, where torch keeps no allocator totals."""
+
+    peak_bytes: int | None = None  # the most allocated at once
+    net_bytes: int | None = None  # what the block left allocated
 
 
 @contextmanager
-def cuda_allocator_peak(device: torch.device) -> Iterator[AllocatorPeak]:
-    """On CUDA, the caching allocator's peak over the block, above what was allocated before.
+def cuda_allocator_window(device: torch.device) -> Iterator[AllocatorWindow]:
+    """The allocator's view, not the trace's: it also counts the parameter gradients, cuBLAS's
+    workspace and its own blocks (app.calc.cuda_allocator). It resets the device's peak.
 
-    The allocator's view, not the trace's: it also counts the parameter gradients, cuBLAS's
-    workspace and its 512-byte rounding. Written for GPU ranks, not yet run on one.
+    On CPU nothing is read. The profiler's memory events, the one other record, miss every
+    free made on another thread (gloo's, NCCL's watchdog's): in a trial they read a receiving
+    rank's DDP construction at twice its buckets. Written for GPU ranks, not yet run on one.
     """
-    result = AllocatorPeak()
+    result = AllocatorWindow()
     if device.type != "cuda":
         yield result
         return
@@ -146,3 +152,4 @@ def cuda_allocator_peak(device: torch.device) -> Iterator[AllocatorPeak]:
     yield result
     torch.cuda.synchronize(device)
     result.peak_bytes = torch.cuda.max_memory_allocated(device) - before
+    result.net_bytes = torch.cuda.memory_allocated(device) - before

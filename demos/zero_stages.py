@@ -9,6 +9,12 @@ a few fp32 Adam steps under each strategy in turn:
 - ZeRO-2 and ZeRO-3: FSDP2 `fully_shard` on every block and on the root, without and with
   resharding the parameters after forward.
 
+For DDP and ZeRO-1 the gradient buckets DDP builds are read from its own record (the bucket
+sizes its logging data lists), and on CUDA what its constructor left allocated
+(demos.live_bytes.cuda_allocator_window): with torch's default
+gradient_as_bucket_view=False the buckets are a second copy of every gradient
+(app.calc.sharding).
+
 Each row of a strategy is two training steps. The first is clean and timed (no probe: the
 counter would double a small model's step). The second is counted, with three phases (forward,
 backward, optimizer step); model-state bytes are read after it (and the registered parameters
@@ -21,13 +27,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from demos.live_bytes import cuda_allocator_window
 from demos.probes import (
     CountedStep,
     RankInfo,
@@ -113,10 +120,14 @@ def _mesh(rank: RankInfo) -> Any:
     return _meshes[rank.device.type]
 
 
-def build(
-    strategy: str, rank: RankInfo, params: ZeroStagesParams
-) -> tuple[nn.Module, nn.Module, torch.optim.Optimizer]:
-    """(the module to call, the module holding the parameters, the optimizer)."""
+class Built(NamedTuple):
+    model: nn.Module  # the module to call
+    holder: nn.Module  # the module holding the parameters
+    optimizer: torch.optim.Optimizer
+    buckets: dict[str, Any] | None  # DDP's gradient buckets (DDP and ZeRO-1), as measured
+
+
+def build(strategy: str, rank: RankInfo, params: ZeroStagesParams) -> Built:
     torch.manual_seed(SEED)
     model = TinyGPT(params).to(rank.device)
     shapes = [tuple(p.shape) for p in model.parameters()]
@@ -126,17 +137,20 @@ def build(
         from torch.nn.parallel import DistributedDataParallel
 
         device_ids = [rank.device.index] if rank.device.type == "cuda" else None
-        ddp = DistributedDataParallel(
-            model, device_ids=device_ids, bucket_cap_mb=params.bucket_cap_mb
-        )
+        with cuda_allocator_window(rank.device) as allocated:
+            ddp = DistributedDataParallel(
+                model, device_ids=device_ids, bucket_cap_mb=params.bucket_cap_mb
+            )
+        buckets = {"allocated": allocated.net_bytes, "built": bucket_sizes(ddp)}
         if strategy == "ddp":
-            return ddp, model, torch.optim.Adam(ddp.parameters(), lr=LEARNING_RATE)
+            optimizer = torch.optim.Adam(ddp.parameters(), lr=LEARNING_RATE)
+            return Built(ddp, model, optimizer, buckets)
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
         optimizer = ZeroRedundancyOptimizer(
             ddp.parameters(), optimizer_class=torch.optim.Adam, lr=LEARNING_RATE
         )
-        return ddp, model, optimizer
+        return Built(ddp, model, optimizer, buckets)
     from torch.distributed.fsdp import fully_shard
 
     reshard = strategy == "zero3"
@@ -144,7 +158,15 @@ def build(
     for block in model.blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
-    return model, model, torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    return Built(model, model, torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), None)
+
+
+def bucket_sizes(ddp: nn.Module) -> list[int]:
+    """Bytes of each bucket DDP holds now, as its own logging records them ("33024, 33280"):
+    the buckets it rebuilt in gradient-arrival order after its first step, if it has."""
+    data = ddp._get_ddp_logging_data()  # type: ignore[operator]
+    recorded = str(data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes", ""))
+    return [int(size) for size in recorded.split(",") if size.strip()]
 
 
 def batch_for(params: ZeroStagesParams, rank: RankInfo, step: int) -> torch.Tensor:
@@ -232,7 +254,7 @@ def train(strategy: str, rank: RankInfo, params: ZeroStagesParams) -> Iterator[d
 
     Timed first, so the first counted step is DDP's second, where it rebuilds its buckets.
     """
-    model, holder, optimizer = build(strategy, rank, params)
+    model, holder, optimizer, buckets = build(strategy, rank, params)
     for index in range(params.steps):
         rank.sync()
         dist.barrier()
@@ -242,7 +264,9 @@ def train(strategy: str, rank: RankInfo, params: ZeroStagesParams) -> Iterator[d
         rank.sync()
         dist.barrier()
         row = counted_step(model, holder, optimizer, batch_for(params, rank, 2 * index + 1), rank)
-        yield {**row, "time_s": time_s, "strategy": strategy, "step": index}
+        if buckets is not None:
+            row["buckets"] = {**buckets, "sizes": bucket_sizes(model)}
+        yield {"buckets": None, **row, "time_s": time_s, "strategy": strategy, "step": index}
 
 
 def run(rank: RankInfo, params: ZeroStagesParams) -> Iterator[dict[str, Any]]:
@@ -281,6 +305,7 @@ def summary(
             # The loss of the global batch: every rank's batch has the same size.
             "losses": [statistics.fmean(row["loss"] for row in e["ranks"]) for e in events],
             "cuda": [row["cuda"] for row in last],
+            "buckets": [row["buckets"] for row in last],
         }
     return {
         "world_size": world_size,

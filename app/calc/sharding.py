@@ -14,6 +14,14 @@ tensors, so the exact bytes a rank holds and sends follow their rules:
   rank with the fewest elements so far, ties to the lowest rank
   (torch/distributed/optim/zero_redundancy_optimizer.py, `_partition_parameters`). After the
   step, each rank broadcasts the tensors it owns, one broadcast per tensor.
+- DistributedDataParallel all-reduces gradients through flat buckets that it allocates when it
+  is built (one tensor per bucket, every parameter's gradient in exactly one, unpadded) and
+  keeps for the model's lifetime. With `gradient_as_bucket_view=False`, the default, each
+  `param.grad` is a separate tensor copied into its bucket, so the buckets are a second copy of
+  the gradients; with True the gradients are views into the buckets and cost nothing more
+  (the argument's docstring: "the saved memory size will be equal to the total gradients
+  size"; torch/nn/parallel/distributed.py). demos/zero_stages.py measures what DDP's
+  construction allocates against this.
 - torch.optim.Adam keeps, per parameter, `exp_avg` and `exp_avg_sq` of the parameter's local
   size and dtype, and a `step` counter: a float32 scalar tensor, 4 B (torch/optim/adam.py,
   `_init_group`; `_get_scalar_dtype()` is float32 by default).
@@ -83,3 +91,9 @@ def greedy_partition(sizes: Sequence[int], ranks: int) -> list[int]:
 def adam_state_bytes(elements: int, tensors: int, dtype_bytes: int = 4) -> int:
     """Adam's state for `tensors` parameters of `elements` in total: m and v, and a step each."""
     return 2 * dtype_bytes * elements + ADAM_STEP_BYTES * tensors
+
+
+def ddp_bucket_bytes(elements: float, grad_bytes: float) -> float:
+    """Bytes of DDP's gradient buckets beside the gradients, with gradient_as_bucket_view=False
+    (torch's default): one more copy of every gradient it reduces."""
+    return elements * grad_bytes

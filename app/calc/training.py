@@ -38,13 +38,18 @@ and changes side; with ZeRO stage 2 or 3 the gradient shard goes to the CPU as w
 the optimizer that consumes it runs there. (DeepSpeed also keeps fp32 gradient copies on
 the CPU; not counted.)
 
-Buffers. With more than one data-parallel rank: DDP, ZeRO-1 and ZeRO-2 reduce gradients
-through buckets of bucket_mb MiB (torch DDP's bucket_cap_mb = 25, MiB); one bucket is
-counted. ZeRO-3 gathers the parameters of zero3_prefetch_layers of the largest layer ahead
-and holds their full gradients before the reduce-scatter: prefetch * largest_layer *
-(b_w + b_g), which for 16-bit weights and gradients and one layer is DeepSpeed's
-4 * largest_layer_params (estimate_zero3_model_states_mem_needs). "Layer" is one
-transformer block on this GPU, or the embedding or output projection shard if larger.
+Buffers. With more than one data-parallel rank, DDP and ZeRO-1 reduce the full gradients
+through buckets. When the gradients are views into those buckets (Megatron-LM's contiguous
+gradient buffer; torch DDP with gradient_as_bucket_view=True) the buckets cost nothing beyond
+the gradient term; torch DDP's default (grad_bucket_copy) keeps the buckets beside the
+gradients, a second copy of this GPU's gradients, Psi * b_g (app.calc.sharding, measured by
+the ZeRO demo). An earlier version counted one 25 MiB bucket here, which matches neither.
+ZeRO-2 reduce-scatters each bucket as it fills and keeps only its shard: one bucket of
+bucket_mb MiB is counted. ZeRO-3 gathers the parameters of zero3_prefetch_layers of the
+largest layer ahead and holds their full gradients before the reduce-scatter:
+prefetch * largest_layer * (b_w + b_g), which for 16-bit weights and gradients and one
+layer is DeepSpeed's 4 * largest_layer_params (estimate_zero3_model_states_mem_needs).
+"Layer" is one transformer block on this GPU, or the embedding or output projection shard if larger.
 
 Activations come from app.calc.activations (Korthikanti et al. arXiv:2205.05198): the
 stage's layers times the micro-batches in flight for the schedule, plus the embedding and,
@@ -69,7 +74,8 @@ from app.calc.activations import (
 )
 from app.calc.messages import N_, Message
 from app.calc.model import ModelConfig, ParamCount, count_params
-from app.calc.precision import bytes_per_param
+from app.calc.precision import BytesPerParam, bytes_per_param
+from app.calc.sharding import ddp_bucket_bytes
 from app.calc.units import GB, MIB
 
 MAX_MICRO_BATCH = 4096
@@ -124,7 +130,8 @@ class TrainingSetup:
     microbatches: int = 1  # gradient-accumulation steps: micro-batches per step per pipeline
     schedule: str = "1f1b"
     virtual_stages: int = 1
-    bucket_mb: float = 25.0  # torch DDP bucket_cap_mb default (MiB)
+    bucket_mb: float = 25.0  # ZeRO-2's reduce bucket; torch DDP's bucket_cap_mb default (MiB)
+    grad_bucket_copy: bool = False  # DDP/ZeRO-1 buckets beside the gradients (torch's default)
     zero3_prefetch_layers: int = 1  # DeepSpeed's estimator counts one largest layer
     overhead_bytes: float = 2e9  # CUDA context + NCCL buffers (module docstring)
 
@@ -352,7 +359,7 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
     terms.append(_activation_term(cfg, act_setup, layers_in_stage, in_flight, last_stage))
 
     largest_layer = max(dense_layer + expert_layer, embedding, output)
-    terms.append(_buffer_term(setup, bpp.weights + bpp.grads, largest_layer))
+    terms.append(_buffer_term(setup, bpp, shards, largest_layer))
     terms.append(
         Term(
             key="overhead",
@@ -402,42 +409,55 @@ def _activation_term(
     )
 
 
-def _buffer_term(setup: TrainingSetup, gathered_bytes_each: float, largest_layer: float) -> Term:
+def _buffer_term(
+    setup: TrainingSetup, bpp: BytesPerParam, shards: _Shards, largest_layer: float
+) -> Term:
     p = setup.parallel
     if p.dense_shard_ways == 1:
-        return Term(
-            key="buffers",
-            label="Communication buffers",
-            gpu_bytes=0.0,
-            cpu_bytes=0.0,
-            formula="0",
-            substituted=rf"0\ (N_d = 1) = {_gb(0)}",
-            source="No data-parallel peers: no gradient buckets or gathers",
-        )
+        return _buffers(
+            "Communication buffers", 0.0, "0", r"0\ (N_d = 1)",
+            "No data-parallel peers: no gradient buckets or gathers",
+        )  # fmt: skip
     if p.zero_stage == 3:
         k = setup.zero3_prefetch_layers
-        value = k * largest_layer * gathered_bytes_each
-        return Term(
-            key="buffers",
-            label="ZeRO-3 gathered parameters and gradients",
-            gpu_bytes=value,
-            cpu_bytes=0.0,
-            formula=r"k\,\Psi_{\text{largest layer}}\,(b_w + b_g)",
-            substituted=rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}"
-            rf" = {_gb(value)}",
-            source="DeepSpeed estimate_zero3_model_states_mem_needs: 4 * largest_layer_params "
+        gathered_bytes_each = bpp.weights + bpp.grads
+        return _buffers(
+            "ZeRO-3 gathered parameters and gradients",
+            k * largest_layer * gathered_bytes_each,
+            r"k\,\Psi_{\text{largest layer}}\,(b_w + b_g)",
+            rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}",
+            "DeepSpeed estimate_zero3_model_states_mem_needs: 4 * largest_layer_params "
             "(deepspeed/runtime/zero/stage3.py)",
         )
-    value = setup.bucket_mb * MIB
-    return Term(
-        key="buffers",
-        label="Gradient bucket",
-        gpu_bytes=value,
-        cpu_bytes=0.0,
-        formula=r"B_{\text{bucket}}",
-        substituted=rf"{_tex(setup.bucket_mb)}\ \text{{MiB}} = {_gb(value)}",
-        source="torch.nn.parallel.DistributedDataParallel bucket_cap_mb (default 25 MiB)",
-    )
+    if p.zero_stage == 2:
+        return _buffers(
+            "Gradient bucket", setup.bucket_mb * MIB, r"B_{\text{bucket}}",
+            rf"{_tex(setup.bucket_mb)}\ \text{{MiB}}",
+            "one reduce bucket of the size given; torch.nn.parallel."
+            "DistributedDataParallel bucket_cap_mb (default 25 MiB)",
+        )  # fmt: skip
+    # DDP and ZeRO-1: the full gradients again, or nothing (module docstring).
+    if not setup.grad_bucket_copy:
+        return _buffers(
+            "Gradient buckets (views of the gradients)", 0.0, "0", "0",
+            "gradients are views into the all-reduce buckets: Megatron-LM's contiguous "
+            "gradient buffer, or torch DDP with gradient_as_bucket_view=True (its docstring: "
+            "'the saved memory size will be equal to the total gradients size')",
+        )  # fmt: skip
+    elements = shards.dense + shards.expert
+    return _buffers(
+        "Gradient buckets (a copy of the gradients)", ddp_bucket_bytes(elements, bpp.grads),
+        r"b_g\,\Psi", rf"{_tex(bpp.grads)}\times{_tex(elements)}",
+        "torch DDP's default, gradient_as_bucket_view=False: every gradient is copied into a "
+        "flat bucket built with the model and kept for its lifetime "
+        "(torch/nn/parallel/distributed.py; measured by the ZeRO demo)",
+    )  # fmt: skip
+
+
+def _buffers(label: str, value: float, formula: str, substituted: str, source: str) -> Term:
+    """A buffer term: on the GPU only, its substitution ending in its value."""
+    return Term(key="buffers", label=label, gpu_bytes=value, cpu_bytes=0.0, formula=formula,
+                substituted=f"{substituted} = {_gb(value)}", source=source)  # fmt: skip
 
 
 def verdict(setup: TrainingSetup, gpu_memory_bytes: float) -> Verdict:

@@ -51,6 +51,7 @@ LABELS = {
     "schedule": "Pipeline schedule",
     "virtual_stages": "Virtual stages",
     "bucket_mb": "Bucket size (MB)",
+    "grad_bucket_copy": "DDP copies gradients into its buckets",
     "zero3_prefetch_layers": "ZeRO-3 prefetch (layers)",
     "overhead_gb": "Runtime overhead (GB)",
     "gpu": "GPU",
@@ -134,6 +135,12 @@ class TrainingQuery(ModelQuery):
     schedule: Literal["1f1b", "gpipe", "interleaved"] = "1f1b"
     virtual_stages: Annotated[int, _count(64)] = 1
     bucket_mb: Annotated[float, Field(ge=0, le=100_000)] = 25.0
+    grad_bucket_copy: bool = Field(
+        False,
+        description="DDP and ZeRO-1 keep their all-reduce buckets beside the gradients, a "
+        "second copy of them: torch DDP's default (gradient_as_bucket_view=False). Off: the "
+        "gradients are views of the buckets (Megatron-LM; gradient_as_bucket_view=True)",
+    )
     zero3_prefetch_layers: Annotated[int, _count(64, ge=0)] = 1
     overhead_gb: Annotated[float, Field(ge=0, le=1000)] = 2.0
 
@@ -189,6 +196,7 @@ class TrainingQuery(ModelQuery):
             schedule=self.schedule,
             virtual_stages=self.virtual_stages,
             bucket_mb=self.bucket_mb,
+            grad_bucket_copy=self.grad_bucket_copy,
             zero3_prefetch_layers=self.zero3_prefetch_layers,
             overhead_bytes=self.overhead_gb * 1e9,
         )  # fmt: skip

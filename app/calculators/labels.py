@@ -24,6 +24,7 @@ SHOWN_BY_APP_CALC = (
     N_("Sequence length"),
     N_("Micro-batch size"),
     N_("Micro-batches per step"),
+    N_("DDP copies gradients into its buckets"),
     N_("Data type on the wire"),
     N_("DP link"),
     N_("TP link"),
@@ -161,6 +162,8 @@ SHOWN_BY_APP_CALC = (
     N_("Communication buffers"),
     N_("ZeRO-3 gathered parameters and gradients"),
     N_("Gradient bucket"),
+    N_("Gradient buckets (views of the gradients)"),
+    N_("Gradient buckets (a copy of the gradients)"),
     N_("KV cache"),
     N_("Runtime overhead"),
     # app.calc.memory.ZERO_STAGE_NAMES

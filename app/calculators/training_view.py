@@ -98,21 +98,7 @@ def training_view(query: TrainingQuery) -> TrainingView:
     notes = []
     for lower, higher in zip(by_stage, by_stage[1:], strict=False):
         if higher.gpu_bytes > lower.gpu_bytes:
-            k = higher.setup.parallel.zero_stage
-            notes.append(
-                gettext(
-                    "ZeRO-%(k)s needs more than ZeRO-%(lower)s here: it holds a %(gathered)s "
-                    "buffer of whole layers gathered ahead of use, where ZeRO-%(lower)s keeps a "
-                    "%(bucket)s gradient bucket, and that outweighs what sharding one more state "
-                    "saves."
-                )
-                % {
-                    "k": k,
-                    "lower": k - 1,
-                    "gathered": memory(higher.term("buffers").gpu_bytes, query.unit),
-                    "bucket": memory(lower.term("buffers").gpu_bytes, query.unit),
-                }
-            )
+            notes.append(_stage_note(lower, higher, query.unit))
     return TrainingView(
         query=query,
         report=report,
@@ -124,6 +110,30 @@ def training_view(query: TrainingQuery) -> TrainingView:
         chart_json=json.dumps(chart),
         stage_notes=notes,
     )
+
+
+def _stage_note(lower: MemoryReport, higher: MemoryReport, unit: str) -> str:
+    """Why one more ZeRO stage needs more memory: its buffer outweighs what it shards."""
+    k = higher.setup.parallel.zero_stage
+    values = {
+        "k": k,
+        "lower": k - 1,
+        "gathered": memory(higher.term("buffers").gpu_bytes, unit),
+        "bucket": memory(lower.term("buffers").gpu_bytes, unit),
+    }
+    if k == 2:  # ZeRO-1's buckets are the gradients' views (or their copy, never smaller)
+        template = gettext(
+            "ZeRO-2 needs more than ZeRO-1 here: its %(gathered)s reduce bucket outweighs the "
+            "gradient memory that sharding saves."
+        )
+    else:
+        template = gettext(
+            "ZeRO-%(k)s needs more than ZeRO-%(lower)s here: it holds a %(gathered)s "
+            "buffer of whole layers gathered ahead of use, where ZeRO-%(lower)s keeps a "
+            "%(bucket)s gradient bucket, and that outweighs what sharding one more state "
+            "saves."
+        )
+    return template % values
 
 
 def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
@@ -139,8 +149,16 @@ def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
         (N_("Runtime overhead"), memory(query.overhead_gb * 1e9, query.unit),
          "CUDA context and communicator buffers: 1–2 GB in the Ultra-Scale Playbook; editable"),
         (N_("Gradient bucket"), f"{query.bucket_mb:g} MB",
-         "PyTorch DDP's bucket_cap_mb default is 25 MB; editable"),
+         "ZeRO-2's reduce bucket; PyTorch DDP's bucket_cap_mb default is 25 MiB; editable"),
+        (N_("DDP copies gradients into its buckets"), _yes_no(query.grad_bucket_copy),
+         "DDP and ZeRO-1: torch DDP's gradient_as_bucket_view=False (its default) keeps the "
+         "buckets beside the gradients, a second copy; Megatron-LM's gradients are views of "
+         "its buckets (measured by the ZeRO demo)"),
     ]  # fmt: skip
+
+
+def _yes_no(flag: bool) -> str:
+    return gettext("yes") if flag else gettext("no")
 
 
 __all__ = ["TrainingView", "assumptions", "conventions", "training_view"]

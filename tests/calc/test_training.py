@@ -90,13 +90,45 @@ def test_tiny_report_by_hand() -> None:
     # 4*16*1000/2 = 36096.
     activations = 58368 + 1152 + 36096
     assert report.term("activations").gpu_bytes == activations
-    assert report.term("buffers").gpu_bytes == 25 * MIB  # one DDP bucket
+    assert report.term("buffers").gpu_bytes == 0  # the gradients are the buckets' views
     assert report.term("overhead").gpu_bytes == 1e9
-    assert report.gpu_bytes == 2 * psi + 2 * psi + 2 * psi + 4 * psi + activations + 25 * MIB + 1e9
+    assert report.gpu_bytes == 2 * psi + 2 * psi + 2 * psi + 4 * psi + activations + 1e9
     assert report.cpu_bytes == 0
     for term in report.terms:
         assert term.formula and term.source
         assert term.substituted.endswith(r"\ \text{GB}")
+    # torch DDP's default copies every gradient into its buckets: 2 B (bf16 grads) a parameter.
+    copied = training_memory(replace(setup, grad_bucket_copy=True))
+    assert copied.term("buffers").gpu_bytes == 2 * psi == report.term("grads").gpu_bytes
+    assert copied.gpu_bytes == report.gpu_bytes + 2 * psi
+
+
+@pytest.mark.parametrize("stage", [0, 1])
+def test_ddp_bucket_copy_is_the_gradients_of_this_gpu_again(stage: int) -> None:
+    # fp32 training with plain DDP (Adam in fp32, 4 B gradients): the demo's case. With
+    # experts too: the buckets hold every gradient the GPU reduces, dense and expert alike.
+    moe = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=4, ffn_hidden=128, vocab=100,
+                      experts=4, top_k=2)  # fmt: skip
+    setup = TrainingSetup(
+        model=moe,
+        parallel=Parallelism(dp=4, ep=2, zero_stage=stage),
+        activations=ActivationSetup(seq_len=16, micro_batch=1),
+        recipe="fp32",
+        grad_bucket_copy=True,
+    )
+    report = training_memory(setup)
+    assert report.term("buffers").gpu_bytes == 4 * report.params_on_gpu
+    assert report.term("buffers").gpu_bytes == report.term("grads").gpu_bytes
+
+
+def test_zero2_and_zero3_buffers_do_not_depend_on_the_ddp_bucket_copy() -> None:
+    for stage, expected in ((2, 25 * MIB), (3, None)):
+        setup = _setup(TINY, dp=2, zero_stage=stage)
+        plain = training_memory(setup).term("buffers")
+        copied = training_memory(replace(setup, grad_bucket_copy=True)).term("buffers")
+        assert plain == copied
+        if expected is not None:
+            assert plain.gpu_bytes == expected
 
 
 def test_offload_optimizer_moves_master_optimizer_and_gradient_shard_to_cpu() -> None:

@@ -201,3 +201,31 @@ def test_the_largest_model_scale_is_hundreds_of_mb_per_rank() -> None:
 def test_model_scale_is_one_of_the_listed_scales(scale: int) -> None:
     with pytest.raises(ValidationError):
         ZeroStagesParams(model_scale=scale)
+
+
+@pytest.mark.demo
+def test_ddp_builds_buckets_as_large_as_the_gradients(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    # torch's default gradient_as_bucket_view=False: DDP's buckets, as its own log lists them,
+    # hold every fp32 gradient once more, 4 * 32,448 B, on every rank. On CPU there is no
+    # allocator reading to set beside it (demos.live_bytes.cuda_allocator_window).
+    summary = events[-1]["summary"]["strategies"]
+    assert prediction.ddp_bucket_bytes == 4 * 32_448 == 129_792
+    for strategy in ("ddp", "zero1"):
+        for buckets in summary[strategy]["buckets"]:
+            assert buckets == {"allocated": None, "built": [129_792], "sizes": [129_792]}
+    assert summary["zero2"]["buckets"] == summary["zero3"]["buckets"] == [None, None]
+
+
+@pytest.mark.demo
+def test_small_buckets_hold_the_same_bytes_in_more_pieces(demo_worker: WorkerInfo) -> None:
+    _, address, token = demo_worker
+    small = {**PARAMS, "bucket_cap_mb": 0.05}  # 52,428.8 B a bucket
+    summary = run_job(address, token, "zero_stages", small)[-1]["summary"]["strategies"]
+    for buckets in summary["ddp"]["buckets"]:
+        # Built as one (DDP's first bucket takes up to 1 MiB), rebuilt after the first step
+        # in gradient-arrival order under the cap: more buckets, the same bytes.
+        assert buckets["built"] == [129_792]
+        assert len(buckets["sizes"]) > 1
+        assert sum(buckets["sizes"]) == 129_792

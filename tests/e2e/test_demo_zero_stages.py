@@ -17,8 +17,12 @@ def test_zero_page_runs_four_strategies_and_shows_the_comparison(page: Page) -> 
     expect(page.locator("#rows tr[data-step]")).to_have_count(24, timeout=60_000)
     summary = page.locator("#zero-summary")
     expect(summary).to_contain_text("Loss curves coincide with DDP")
-    expect(page.locator("#verdict-table tbody tr:not(.why)")).to_have_count(9)
+    expect(page.locator("#verdict-table tbody tr:not(.why)")).to_have_count(11)
     expect(page.locator("#zero-memory-table .bad")).to_have_count(0)
+    # DDP's buckets, for DDP and ZeRO-1, both ranks alike: one row each.
+    buckets = page.locator("#zero-memory-table tr[data-kind=buckets]")
+    expect(buckets).to_have_count(2)
+    expect(buckets.first).to_contain_text("0–1")
     expect(page.locator("#zero-traffic-table .bad")).to_have_count(0)
     expect(
         page.locator("#zero-traffic-table tr[data-strategy=zero1][data-kind=broadcast]")

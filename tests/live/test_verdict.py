@@ -101,6 +101,16 @@ def _zero_summary(prediction: ZeroPrediction) -> dict[str, Any]:
             "median_time_s": 0.01,
             "losses": [2.0, 1.9, 1.8],
             "cuda": [None] * prediction.world_size,
+            "buckets": [
+                {
+                    "allocated": None,
+                    "built": [prediction.ddp_bucket_bytes],
+                    "sizes": [prediction.ddp_bucket_bytes],
+                }
+                if s in ("ddp", "zero1")
+                else None
+                for _ in range(prediction.world_size)
+            ],  # fmt: skip
         }
     return {"world_size": prediction.world_size, "strategies": strategies, "correct": True}
 
@@ -109,7 +119,7 @@ def test_zero_differs_from_the_paper_only_where_torchs_layout_does() -> None:
     prediction = ZeroPrediction(ZERO, 2)
     checks = zero_verdict(_zero_summary(prediction), prediction, "gloo")
     by = {(c.scope, c.quantity): c for c in checks}
-    assert len(checks) == 9 and tally(checks)["unexpected"] == 0
+    assert len(checks) == 11 and tally(checks)["unexpected"] == 0
     ddp = by[("DDP", "Model states, fullest rank")]
     # 3,760 parameters in 17 tensors: 16 B each, plus Adam's 4-byte step counter per tensor.
     assert (ddp.measured, ddp.predicted, ddp.status) == (60_228, 60_160, "explained")
@@ -117,6 +127,9 @@ def test_zero_differs_from_the_paper_only_where_torchs_layout_does() -> None:
     zero1 = by[("ZeRO-1", "Logical bytes sent per step")]
     assert (zero1.status, zero1.relative) == ("explained", 1.0)  # broadcasts: twice the paper's
     assert by[("DDP", "Logical bytes sent per step")].status == "equal"
+    # torch DDP's buckets: 4 B for each of the 3,760 parameters, once more.
+    buckets = by[("ZeRO-1", "DDP's gradient buckets, fullest rank")]
+    assert (buckets.measured, buckets.predicted, buckets.status) == (15_040, 15_040, "equal")
 
     summary = _zero_summary(prediction)
     summary["strategies"]["zero3"]["memory"][1]["optimizer"] += 4  # a byte torch never holds
@@ -124,6 +137,41 @@ def test_zero_differs_from_the_paper_only_where_torchs_layout_does() -> None:
     checks = zero_verdict(summary, prediction, "gloo")
     unexpected = [(c.scope, c.quantity) for c in checks if c.status == "unexpected"]
     assert unexpected == [("ZeRO-3", "Model states, fullest rank"), ("", "Loss curves vs DDP's")]
+
+
+def test_a_total_equal_to_the_papers_with_bytes_in_the_wrong_phase_is_unexpected() -> None:
+    # DDP's all-reduce in the step instead of backward: the step's total still equals the
+    # paper's 2 (N-1)/N * 4 Psi, which alone used to read as equal.
+    prediction = ZeroPrediction(ZERO, 2)
+    summary = _zero_summary(prediction)
+    phases = summary["strategies"]["ddp"]["phases"]
+    phases["step"]["collectives"], phases["backward"]["collectives"] = (
+        phases["backward"]["collectives"], [])  # fmt: skip
+    by = {(c.scope, c.quantity): c for c in zero_verdict(summary, prediction, "gloo")}
+    traffic = by[("DDP", "Logical bytes sent per step")]
+    assert traffic.measured == traffic.predicted and traffic.status == "unexpected"
+
+
+def test_ddp_buckets_on_cuda_are_judged_within_the_allocators_blocks() -> None:
+    # Fakes of what a CUDA rank reports (no GPU here): the allocator's reading after DDP's
+    # constructor, for one bucket of 15,040 B (not a multiple of 512: 15,360 in blocks).
+    prediction = ZeroPrediction(ZERO, 2)
+    summary = _zero_summary(prediction)
+    reading = {"allocated": 0, "max_allocated": 0, "reserved": 0}
+    phases = dict.fromkeys(("forward", "backward", "step"), reading)
+    for s in ("ddp", "zero1"):
+        summary["strategies"][s]["cuda"] = [phases] * 2
+    allocator = "DDP's buckets as the CUDA allocator counts them, fullest rank"
+    for allocated, status in ((15_360, "explained"), (15_040, "equal"), (30_080, "unexpected")):
+        for s in ("ddp", "zero1"):
+            summary["strategies"][s]["buckets"] = [
+                {"allocated": allocated, "built": [15_040], "sizes": [15_040]}
+            ] * 2
+        by = {(c.scope, c.quantity): c for c in zero_verdict(summary, prediction, "nccl")}
+        assert by[("DDP", allocator)].status == status, allocated
+        assert by[("DDP", "DDP's gradient buckets, fullest rank")].status == "equal"
+        if status == "explained":
+            assert "512 B" in by[("DDP", allocator)].reason
 
 
 def _render_verdict(checks: list) -> str:

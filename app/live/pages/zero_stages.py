@@ -14,9 +14,11 @@ from typing import Any
 
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.calc.comm_volume import zero_elements
+from app.calc.cuda_allocator import allocated_bounds
 from app.calc.memory import FP32_ADAM, ModelStates, model_states_per_gpu
 from app.calc.sharding import (
     adam_state_bytes,
+    ddp_bucket_bytes,
     greedy_partition,
     numel,
     padded_shard_elements,
@@ -84,6 +86,12 @@ class ZeroPrediction:
         return FP32_BYTES * self.param_count
 
     @property
+    def ddp_bucket_bytes(self) -> int:
+        """DDP's gradient buckets (DDP and ZeRO-1): every fp32 gradient again, since the demo
+        keeps torch's default gradient_as_bucket_view=False (app.calc.sharding)."""
+        return int(ddp_bucket_bytes(self.param_count, FP32_BYTES))
+
+    @property
     def padded_shard_bytes(self) -> int:
         """One rank's FSDP2 shard of every parameter, padding included."""
         n = self.world_size
@@ -115,18 +123,12 @@ class ZeroPrediction:
     ) -> list[tuple[str, dict[str, Any], dict[str, int]]]:
         """The memory table's rows: consecutive ranks whose measured and predicted bytes are
         the same share one row ("0–63"), so 64 ranks of DDP are 4 rows rather than 256."""
-        groups: list[tuple[int, int, dict[str, Any], dict[str, int]]] = []
-        for rank, mem in enumerate(measured):
-            exact = self.memory(strategy, rank)
-            if groups and groups[-1][2] == mem and groups[-1][3] == exact:
-                first, _, _, _ = groups[-1]
-                groups[-1] = (first, rank, mem, exact)
-            else:
-                groups.append((rank, rank, mem, exact))
-        return [
-            (str(first) if first == last else f"{first}–{last}", mem, exact)
-            for first, last, mem, exact in groups
-        ]
+        pairs = [(mem, self.memory(strategy, rank)) for rank, mem in enumerate(measured)]
+        return [(ranks, mem, exact) for ranks, (mem, exact) in by_rank_runs(pairs)]
+
+    def buckets_by_ranks(self, buckets: list[dict[str, Any] | None]) -> list[tuple[str, int]]:
+        """DDP's bucket bytes as it records them, one row per run of ranks alike."""
+        return by_rank_runs([sum(b["sizes"]) for b in buckets if b is not None])
 
     def memory(self, strategy: str, rank: int) -> dict[str, int]:
         """Exact bytes of distinct storage on `rank` after a step (and params after forward)."""
@@ -210,6 +212,17 @@ class ZeroPrediction:
         )
 
 
+def by_rank_runs(values: list[Any]) -> list[tuple[str, Any]]:
+    """(ranks, value) for each run of consecutive ranks with equal values: ("0–63", v)."""
+    runs: list[tuple[int, int, Any]] = []
+    for rank, value in enumerate(values):
+        if runs and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], rank, value)
+        else:
+            runs.append((rank, rank, value))
+    return [(str(a) if a == b else f"{a}–{b}", value) for a, b, value in runs]
+
+
 SHORT_NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 # Why torch's implementations hold and send other bytes than the ZeRO paper's formulas: the
 # page's explanation, one line per strategy. Explained only where the measurement equals the
@@ -235,6 +248,10 @@ TRAFFIC_REASONS = {
     "zero3": N_("FSDP2 sends each shard's padding too"),
 }
 LOSSES = {True: N_("coincide"), False: N_("differ")}
+BUCKET_ROUNDING = N_(
+    "the CUDA caching allocator rounds each bucket up to 512 B, and may hand a bucket over 1 MiB "
+    "a cached block up to 1 MiB larger"
+)
 
 
 def verdict(
@@ -251,22 +268,52 @@ def verdict(
             for kind in MEMORY_KINDS
         )
         fullest = max(mem["params"] + mem["grads"] + mem["optimizer"] for mem in m["memory"])
+        paper_bytes = prediction.paper(s).total_bytes
+        # A total equal to the paper's is only equal when every rank's every state is where
+        # torch's layout puts it, and a phase's traffic where torch sends it.
         checks.append(
-            check(N_("Model states, fullest rank"), fullest, prediction.paper(s).total_bytes,
-                  scope=scope, reason=MEMORY_REASONS[s], explained=exact_memory)
+            check(N_("Model states, fullest rank"), fullest, paper_bytes,
+                  scope=scope, reason=MEMORY_REASONS[s], explained=exact_memory,
+                  agrees=fullest == paper_bytes and exact_memory)
         )  # fmt: skip
         exact_traffic = m["logical_bytes"] == prediction.logical_bytes(s) and all(
             _measured_logical(m, call) == call.logical_bytes for call in prediction.collectives(s)
         )
+        paper_traffic = prediction.paper_logical_bytes(s)
         checks.append(
-            check(N_("Logical bytes sent per step"), m["logical_bytes"],
-                  prediction.paper_logical_bytes(s), scope=scope, reason=TRAFFIC_REASONS[s],
-                  explained=exact_traffic and bool(TRAFFIC_REASONS[s]))
+            check(N_("Logical bytes sent per step"), m["logical_bytes"], paper_traffic,
+                  scope=scope, reason=TRAFFIC_REASONS[s],
+                  explained=exact_traffic and bool(TRAFFIC_REASONS[s]),
+                  agrees=m["logical_bytes"] == paper_traffic and exact_traffic)
         )  # fmt: skip
+        if any(m.get("buckets") or []):
+            checks += _bucket_checks(m, prediction, scope)
     checks.append(
         check(N_("Loss curves vs DDP's"), LOSSES[summary["correct"]], LOSSES[True],
               unit="text")
     )  # fmt: skip
+    return checks
+
+
+def _bucket_checks(measured: dict[str, Any], prediction: ZeroPrediction, scope: str) -> list[Check]:
+    """DDP's buckets on the fullest rank, as DDP records them after the last step, against a
+    second copy of the gradients; on CUDA also what its constructor left allocated, which
+    must lie within the caching allocator's blocks for the buckets it built then
+    (app.calc.cuda_allocator)."""
+    buckets = measured["buckets"]
+    recorded = max(sum(b["sizes"]) for b in buckets)
+    checks = [
+        check(N_("DDP's gradient buckets, fullest rank"), recorded,
+              prediction.ddp_bucket_bytes, scope=scope)
+    ]  # fmt: skip
+    if all(b["allocated"] is not None for b in buckets):
+        fullest = max(buckets, key=lambda b: b["allocated"])
+        low, high = allocated_bounds(fullest["built"])
+        checks.append(
+            check(N_("DDP's buckets as the CUDA allocator counts them, fullest rank"),
+                  fullest["allocated"], prediction.ddp_bucket_bytes, scope=scope,
+                  reason=BUCKET_ROUNDING, explained=low <= fullest["allocated"] <= high)
+        )  # fmt: skip
     return checks
 
 
