@@ -14,7 +14,8 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
+from sqlalchemy import Engine, text
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
 
 from app.accounts.router import router as accounts_router
@@ -49,6 +50,11 @@ from app.security import (
 )
 
 log = logging.getLogger("shardlab")
+
+
+def _select_one(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -172,8 +178,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The database and the demo worker, each 'ok' or what is wrong."""
         report: dict[str, str] = {}
         try:
-            with request.app.state.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+            # In the thread pool: a new connection's PRAGMAs may wait out busy_timeout.
+            await run_in_threadpool(_select_one, request.app.state.engine)
             report["database"] = "ok"
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             report["database"] = f"error: {exc}"

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.accounts import invites
 from app.accounts.invites import MAX_DAYS, MAX_USES
@@ -35,20 +37,31 @@ async def _worker_report(request: Request) -> dict[str, Any]:
     return report
 
 
+def _tables(session: Session) -> dict[str, Any]:
+    """What the page reads from SQLite: the users once, for their table and the runs' names."""
+    users = service.all_users(session)
+    return {
+        "runs": service.recent_runs(session),
+        "users": users,
+        "usernames": {u.id: u.username for u in users},
+        "invites": invites.list_invites(session),
+    }
+
+
 @router.get("", response_class=HTMLResponse)
 async def admin_page(request: Request, admin: AdminUser, session: SessionDep) -> HTMLResponse:
+    # Async for the worker's status; the reads go to the thread pool, off the event loop.
+    worker = await _worker_report(request)
+    tables = await run_in_threadpool(_tables, session)
     return templates.TemplateResponse(
         request,
         "admin/index.html",
         {
-            "worker": await _worker_report(request),
-            "runs": service.recent_runs(session),
-            "users": service.all_users(session),
+            "worker": worker,
+            **tables,
             "registration": request.app.state.settings.registration,
             "max_days": MAX_DAYS,
             "max_uses": MAX_USES,
-            "usernames": {u.id: u.username for u in service.all_users(session)},
-            "invites": invites.list_invites(session),
             "register_url": _register_url(request),
         },
     )
