@@ -208,16 +208,19 @@ def _attempts_today(
 def review_count(
     session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
     now: datetime | None = None, new_left: int | None = None,
+    states_read: list[ItemState] | None = None,
 ) -> ReviewCount:  # fmt: skip
     """Counts for the review's progress bar: an answer moves an item from due or new to
     done; a wrong one brings it back as due a little later, so the total grows by one.
-    `new_left` is new_left_today's count where the caller has it already (from next_item's
-    page)."""
+    `new_left` is new_left_today's count and `states_read` the user's item states, where the
+    caller has them already (from next_item's page)."""
     now = now or datetime.now(UTC)
     if new_left is None:
         new_left = new_left_today(session, user_id, now)
+    if states_read is None:
+        states_read = states_of(session, user_id)
     item_ids = {item.id for item in bank.for_cards(card_ids)}
-    states = [s for s in states_of(session, user_id) if s.item_id in item_ids]
+    states = [s for s in states_read if s.item_id in item_ids]
     return ReviewCount(
         done=len(_attempts_today(session, user_id, item_ids, now)),
         due=sum(1 for s in states if s.due <= now),

@@ -69,20 +69,20 @@ def next_item(
     skip: str = "",
     now: datetime | None = None,
     new_left: int | None = None,
+    states_read: list[ItemState] | None = None,
 ) -> tuple[QuizItem, str] | None:
     """The next item and why it was chosen ('due', 'new', 'practice'), or None when a review
     has nothing due and nothing new. Practice never runs out: it falls back to the item with
     the lowest recall probability. `skip` (the item just answered) is served again only when
     it is the only one left. `new_left` is new_left_today's count where the caller has it
-    already (a review page's progress bar needs it too)."""
+    already (a review page's progress bar needs it too), and `states_read` the user's item
+    states, likewise."""
     now = now or datetime.now(UTC)
     items = bank.for_cards(card_ids)
     in_topic = {item.id for item in items}
-    states = {
-        s.item_id: s
-        for s in session.exec(select(ItemState).where(ItemState.user_id == user_id))
-        if s.item_id in in_topic
-    }
+    if states_read is None:
+        states_read = list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
+    states = {s.item_id: s for s in states_read if s.item_id in in_topic}
     due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
     due_ids = [s.item_id for s in due]
     new_ids = [item.id for item in items if item.id not in states]

@@ -23,7 +23,7 @@ from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
 from app.quiz.mock_router import router as mock_router
-from app.quiz.progress import ReviewCount, review_count, review_results
+from app.quiz.progress import ReviewCount, review_count, review_results, states_of
 from app.quiz.progress_router import router as progress_router
 from app.quiz.review_queue import (
     Mode,
@@ -88,10 +88,12 @@ def quiz_page(
         )
     assert user.id is not None
     now = datetime.now(UTC)
-    # The queue and the progress bar both cap new items by today's allowance: count it once.
+    # The queue and the progress bar both cap new items by today's allowance and read the
+    # user's item states: read each once.
     new_left = new_left_today(session, user.id, now) if _mode(mode) == "review" else None
+    states = states_of(session, user.id)
     chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100], now=now,
-                       new_left=new_left)  # fmt: skip
+                       new_left=new_left, states_read=states)  # fmt: skip
     lang = request_language(request)
     if chosen is None:
         titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
@@ -101,7 +103,7 @@ def quiz_page(
     question = draw_question(bank.in_language(item, lang), random.Random())
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
     if _mode(mode) == "review":
-        context["count"] = review_count(session, user.id, bank, card_ids, now, new_left)
+        context["count"] = review_count(session, user.id, bank, card_ids, now, new_left, states)
     return templates.TemplateResponse(request, "quiz/question.html", context)
 
 

@@ -143,3 +143,25 @@ def test_one_user_cannot_see_another_users_progress(quiz_client: TestClient) -> 
     page = quiz_client.get("/progress").text
     assert "No answers yet" in page and "0 of 0 correct" in page
     assert shown_item(quiz_client.get("/quiz").text) == "fx-single"  # new to bob
+
+
+def test_a_review_page_reads_the_users_item_states_once(quiz_client: TestClient) -> None:
+    # The queue and the progress bar both need them; the page used to read them twice.
+    from sqlalchemy import event
+
+    register(quiz_client)
+    answer(quiz_client, shown_item(quiz_client.get("/quiz").text), **RIGHT["fx-single"])
+    reads: list[str] = []
+
+    def note(conn, cursor, statement: str, *args: object) -> None:  # noqa: ANN001
+        if statement.lstrip().upper().startswith("SELECT") and "FROM itemstate" in statement:
+            reads.append(statement)
+
+    engine = quiz_client.app.state.engine
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        page = quiz_client.get("/quiz")
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert 'id="review-progress" data-done="1" data-total="5"' in page.text
+    assert len(reads) == 1, reads
