@@ -48,6 +48,16 @@ def test_published_figures_and_bands_are_the_papers() -> None:
     }
 
 
+def test_each_gap_states_the_mamf_ceiling_the_planner_runs_at() -> None:
+    # The gaps are words, not a second copy of the figures the page shows beside them; the
+    # one constant they name comes from the planner's own table.
+    assert "(85.9% of peak)" in RUNS["megatron-1t"].gap
+    assert "(85.9% of peak)" in RUNS["bloom-176b"].gap
+    assert "80.1% of peak" in RUNS["llama3-405b"].gap
+    for run in RUNS.values():
+        assert not any(str(n) in run.gap for n in ("226", "221", "683", "1.39", "0.45"))
+
+
 def test_megatron_1t_days() -> None:
     # 84 days for 450B tokens at 163 TFLOP/s (Section 5.1): the planner says fewer.
     cost = _cost(RUNS["megatron-1t"]).cost
@@ -80,6 +90,8 @@ def test_deepseek_v3_needs_recompute_and_exposes_its_all_to_all() -> None:
     assert isinstance(plain, LayoutCost) and not plain.fits
     assert run.layout == Layout(dp=128, pp=16, ep=64, zero_stage=1, recompute="full")
     cost = _cost(run).cost
-    # DualPipe hides the all-to-all; the planner exposes it: ~40% of the step.
-    assert cost.step.exposed_cp_ep > 0.3 * cost.step_time_s
+    # DualPipe hides the all-to-all; the planner exposes it: over 40% of the step, as the
+    # run's gap says.
+    assert 0.4 < cost.step.exposed_cp_ep / cost.step_time_s < 0.5
+    assert "over 40% of its step" in run.gap
     assert run.cluster.intra_node.bandwidth_bytes_per_s == 200e9  # H800 NVLink, each way

@@ -251,6 +251,15 @@ def test_page_shows_the_published_panel(client: TestClient) -> None:
         assert html.escape(label) in page
 
 
+def test_a_published_runs_gap_is_said_in_the_readers_language(client: TestClient) -> None:
+    # The API keeps the English; the page says it again in Chinese, the MAMF figure kept.
+    gap = client.get("/api/calc/planner", params={"run": "bloom-176b"}).json()["published"]
+    assert gap["gap"].startswith("the planner's matmuls run at the A100's MAMF ceiling (85.9%")
+    page = client.get("/calculators/planner", params={"run": "bloom-176b", "lang": "zh"}).text
+    assert "规划器的矩阵乘按 A100 的 MAMF 上限（峰值的 85.9%）计算" in page
+    assert "the non-matmul work" not in page
+
+
 def test_a_run_rejects_what_it_fixes_and_unknown_slugs(client: TestClient) -> None:
     for params, message in (
         ({"run": "bloom-176b", "nodes": 2}, "leave out Nodes"),
