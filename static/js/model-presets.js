@@ -18,23 +18,26 @@
     Object.keys(fields).forEach(function (name) { setField(form, name, fields[name]); });
   }
 
+  // The words come from the status element's data-* (the page's language, gettext
+  // placeholders kept): the API under /api/ answers in English.
   function onConfig(f) {
     var status = f.querySelector("#hf-config-status");
+    var words = status.dataset;
     var text = f.querySelector("#hf-config").value;
     var body;
-    try { body = JSON.parse(text); } catch (err) { status.textContent = "Not valid JSON: " + err.message; return; }
+    try { body = JSON.parse(text); } catch (err) { status.textContent = words.invalidJson + " " + err.message; return; }
     fetch("/api/calc/model/from-hf-config", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     }).then(function (r) { return r.json().then(function (j) { return [r.status, j]; }); })
       .then(function (res) {
         if (res[0] !== 200) {
           var detail = res[1].detail;
-          status.textContent = typeof detail === "string" ? detail : JSON.stringify(detail);
+          status.textContent = words.refused + " " + (typeof detail === "string" ? detail : JSON.stringify(detail));
           return;
         }
         fillModel(f, res[1].model);
         setField(f, "preset", "custom");
-        status.textContent = "Filled: " + res[1].total_params.toLocaleString() + " parameters.";
+        status.textContent = words.filled.replace("%(params)s", res[1].total_params.toLocaleString("en-US"));
         recalc(f);
       });
   }

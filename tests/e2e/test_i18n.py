@@ -49,6 +49,26 @@ def test_home_card_and_calculator_in_chinese(page: Page) -> None:
     expect(page).to_have_url(re.compile(r"dp_degree=8"))
 
 
+def test_the_config_json_reader_answers_in_chinese(page: Page) -> None:
+    # Its words come from the page; the API's own complaint follows the refusal in English.
+    page.goto("/calculators/training-memory?lang=zh")
+    page.locator("details", has=page.locator("#hf-config")).locator("summary").click()
+    status = page.locator("#hf-config-status")
+    page.fill("#hf-config", "{not json")
+    page.click("#hf-config-fill")
+    expect(status).to_contain_text("不是合法的 JSON：")
+    page.fill("#hf-config", '{"model_type": "llama"}')
+    page.click("#hf-config-fill")
+    expect(status).to_contain_text("无法读取这个 config.json： config.json: missing")
+    page.fill(
+        "#hf-config",
+        '{"model_type": "llama", "num_hidden_layers": 40, "hidden_size": 5120,'
+        ' "num_attention_heads": 40, "intermediate_size": 13824, "vocab_size": 32000}',
+    )
+    page.click("#hf-config-fill")
+    expect(status).to_have_text("已填入：13,015,864,320 个参数。")
+
+
 def test_the_switch_goes_back_to_english(page: Page) -> None:
     page.goto("/calculators?lang=zh")
     expect(page.locator("h1")).to_have_text("计算器")
