@@ -13,6 +13,7 @@
 #   gloo-cuda-2.txt/.json bench/gpu_check.py --backend gloo --device cuda --ranks 2
 #   gloo-cuda-ops.txt     bench/gloo_cuda_ops.py: each collective gloo runs on CUDA tensors
 #   gpu-tests.txt         pytest -m gpu tests/demos/test_gpu.py
+#   report.md             bench/gpu_report.py over the two JSON reports, for docs/benchmarks.md
 # Not yet run on a GPU (2026-11-27). The steps' limits add up to 9 minutes; on CPU with torch
 # 2.11, where every CUDA step stops at once, the whole script takes about 20 s.
 set -u
@@ -72,5 +73,13 @@ PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 step gpu-tests 120 \
 if ! grep -q " passed" "$out/gpu-tests.txt" || grep -q "skipped" "$out/gpu-tests.txt"; then
     echo "gpu-tests: the GPU test did not pass (skipped?)" | tee -a "$out/env.txt"
     failed=1
+fi
+# docs/benchmarks.md's section, from whichever reports the checks wrote.
+reports=()
+for report in "$out/nccl-1.json" "$out/gloo-cuda-2.json"; do
+    [ -f "$report" ] && reports+=("$report")
+done
+if [ "${#reports[@]}" -gt 0 ]; then
+    "$python" bench/gpu_report.py "${reports[@]}" --env "$out/env.txt" >"$out/report.md" 2>&1
 fi
 exit "$failed"

@@ -51,6 +51,18 @@ def test_every_demo_runs_and_agrees_on_two_gloo_ranks(tmp_path: Path) -> None:
     ]
     assert "pipeline_schedules         refused (needs send, recv)" in done.stdout
 
+    # The report for docs/benchmarks.md, from this very JSON: a row per demo, the checks that
+    # differ with their reasons, the figures no page judges.
+    markdown = subprocess.run(
+        [sys.executable, "bench/gpu_report.py", str(report_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert "### cpu (cpu), gloo, 2 rank(s)" in markdown
+    for demo in DEMO_PARAMS:
+        assert f"| {demo} | ok | " in markdown
+    assert "| all_reduce | Wire bytes written per rank (mean) |" in markdown  # gloo's headers
+    assert "| all_reduce | wall clock: median time (s) |" in markdown  # a figure not judged
+
 
 @pytest.mark.demo
 def test_one_rank_skips_the_demos_that_need_two(tmp_path: Path) -> None:
