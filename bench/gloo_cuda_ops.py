@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -30,18 +29,13 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 
+from bench.flight_recorder_read import free_port  # noqa: E402
 from demos.collective_calls import all_gather_single, reduce_scatter_single  # noqa: E402
 from demos.specs._devices import GLOO_ON_CUDA  # noqa: E402
 
 WORLD_SIZE = 2
 ELEMENTS = 1024
 TIMEOUT_S = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _run(kind: str, rank: int, device: torch.device) -> bool:
