@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ALLOCATOR = "CUDA allocated after forward, backward, step; step peak; reserved (B)"
+# The page shows the traced peak's terms; listed here so a GPU run's report keeps them beside
+# the allocator's peak (demos.zero_stages.peak_terms).
+TRACED_PEAK = "traced peak: phase, op, bytes, and its terms (B)"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ def zero_stages(summary: dict[str, Any]) -> list[Figure]:
                     memory["params"] + memory["grads"] + memory["optimizer"],
                 ),
             ]
+        for rank, peak in enumerate(measured.get("peak") or []):
+            figures.append(
+                Figure(TRACED_PEAK, f"{strategy} rank {rank}",
+                       [peak["phase"], peak["op"], peak["bytes"], peak["terms"]])
+            )  # fmt: skip
         figures.append(Figure("median step time (s)", strategy, measured["median_time_s"]))
     return figures
 

@@ -8,6 +8,16 @@ outputs live in, and which tracked storages have died since the last op
 bytes back). Storages are counted, not tensors, so views (a transpose, autograd's detach of a
 saved tensor) cost nothing, as they cost nothing in memory.
 
+A storage the trace has not seen that an op writes in place (an in-place or `out=` op: its
+schema's `Tensor(a!)`) existed before the trace: it counts from the start, as `track`'s do,
+and `existed` says so. One first seen any other way (a view of a buffer an op's kernel made
+inside itself) counts from there. That is how buffers nobody can name from Python (DDP's
+gradient buckets, written by its reducer's `mul(out=)`) enter the count. A storage that an op
+only reads (a bias passed to addmm) is not counted unless `track` names it. `resizable` names
+tensors whose storage the code grows and shrinks in place (FSDP2 resizes its gathered
+parameters' storage to 0 and back): their bytes are read again after every op. A DTensor is
+counted by its local shard.
+
 Why this and not an allocator: torch 2.13 keeps no statistics for the CPU allocator
 (`torch.accelerator` memory stats cover accelerators only), and the profiler's memory events
 would need a timeline parsed back into tensors. Here every byte is a named tensor, so the peak
@@ -36,6 +46,7 @@ class _Op:
     name: str
     born: list[int] = field(default_factory=list)  # ids of storages first seen in its outputs
     died: list[int] = field(default_factory=list)  # ids found dead just before its outputs
+    resized: list[tuple[int, int]] = field(default_factory=list)  # (id, bytes added)
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class LivePeak:
     bytes_: int
     label: str  # the phase mark in force at the peak (see `LiveBytesTrace.mark`)
     op: str  # the aten op whose outputs brought it there
+    index: int = 0  # that op's place in the trace (`LiveBytesTrace.alive_after`)
 
 
 class LiveBytesTrace(TorchDispatchMode):
@@ -55,16 +67,30 @@ class LiveBytesTrace(TorchDispatchMode):
     reaches `tensor`, which is how the demo labels the segment backward is working on.
     """
 
-    def __init__(self, track: Iterable[torch.Tensor] = (), exclude: Iterable[torch.Tensor] = ()):
+    def __init__(
+        self,
+        track: Iterable[torch.Tensor] = (),
+        exclude: Iterable[torch.Tensor] = (),
+        resizable: Iterable[torch.Tensor] = (),
+    ):
         super().__init__()
-        self._excluded = {tensor.untyped_storage()._cdata for tensor in exclude}
+        self._excluded = {_local(tensor).untyped_storage()._cdata for tensor in exclude}
         self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # StorageImpl address -> id
-        self._bytes: list[int] = []  # by id; an address can be reused once freed, an id not
+        self._bytes: list[int] = []  # by id, at birth; an address can be reused once freed
+        self._labels: list[str] = []  # by id, the phase it was born in ("start": before)
         self._ops: list[_Op] = []
         self._label = "start"
         start = _Op(self._label, "track")
         for tensor in track:
-            self._see(tensor.untyped_storage(), start)
+            self._see(_local(tensor).untyped_storage(), start)
+        # Held, not weakly referenced: the code that resizes them keeps them anyway.
+        self._resizable: list[tuple[int, torch.UntypedStorage]] = []
+        for tensor in resizable:
+            storage = _local(tensor).untyped_storage()
+            if storage._cdata not in self._live:
+                self._see(storage, start)
+                self._resizable.append((len(self._bytes) - 1, storage))
+        self._sizes = {id_: storage.nbytes() for id_, storage in self._resizable}
         self._ops.append(start)
 
     def mark(self, label: str) -> None:
@@ -82,34 +108,69 @@ class LiveBytesTrace(TorchDispatchMode):
         self._live[address] = (len(self._bytes), StorageWeakRef(storage))
         op.born.append(len(self._bytes))
         self._bytes.append(storage.nbytes())
+        self._labels.append(op.label)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        written = _written_storages(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         op = _Op(self._label, str(func.overloadpacket.__name__))
         for address, (id_, ref) in list(self._live.items()):
             if ref.expired():
                 del self._live[address]
                 op.died.append(id_)
+        for id_, storage in self._resizable:
+            if (size := storage.nbytes()) != self._sizes[id_]:
+                op.resized.append((id_, size - self._sizes[id_]))
+                self._sizes[id_] = size
+        start = self._ops[0]
         for value in tree_leaves(out):
             if isinstance(value, torch.Tensor):
-                self._see(value.untyped_storage(), op)
+                storage = _local(value).untyped_storage()
+                existed = storage._cdata in written and storage._cdata not in self._live
+                self._see(storage, start if existed else op)
         self._ops.append(op)
         return out
 
+    def existed(self, id_: int) -> bool:
+        """Whether storage `id_` was alive before the trace began (tracked or found so)."""
+        return self._labels[id_] == "start"
+
+    def born_in(self, id_: int) -> str:
+        """The phase mark in force when storage `id_` was born; "start" if it existed."""
+        return self._labels[id_]
+
     def live_ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
         """The ids of the traced storages that `tensors` live in (to leave them out later)."""
-        addresses = {tensor.untyped_storage()._cdata for tensor in tensors}
+        addresses = {_local(tensor).untyped_storage()._cdata for tensor in tensors}
         return {id_ for address, (id_, _) in self._live.items() if address in addresses}
 
     def timeline(self, leave_out: set[int] = frozenset()) -> list[tuple[str, str, int]]:
         """(label, op, bytes alive after it) for every op, without the `leave_out` ids."""
-        live = 0
-        rows = []
+        return [(op.label, op.name, total) for op, _, total in self._replay(leave_out)]
+
+    def alive_after(self, index: int, leave_out: set[int] = frozenset()) -> dict[int, int]:
+        """{id: bytes} of the storages alive after op `index` (a `LivePeak.index`)."""
+        for at, (_, alive, _) in enumerate(self._replay(leave_out)):
+            if at == index:
+                return dict(alive)
+        raise IndexError(f"the trace has no op {index}")
+
+    def _replay(self, leave_out: set[int]) -> Iterator[tuple[_Op, dict[int, int], int]]:
+        """Each op with {id: bytes} alive after it (one dict, updated in place) and its sum."""
+        alive: dict[int, int] = {}
+        total = 0
         for op in self._ops:
-            live -= sum(self._bytes[i] for i in op.died if i not in leave_out)
-            live += sum(self._bytes[i] for i in op.born if i not in leave_out)
-            rows.append((op.label, op.name, live))
-        return rows
+            for id_ in op.died:
+                total -= alive.pop(id_, 0)
+            for id_ in op.born:
+                if id_ not in leave_out:
+                    alive[id_] = self._bytes[id_]
+                    total += self._bytes[id_]
+            for id_, added in op.resized:
+                if id_ in alive:
+                    alive[id_] += added
+                    total += added
+            yield op, alive, total
 
     def peak(self, labels: Iterable[str], leave_out: set[int] = frozenset()) -> LivePeak:
         """The first op with the most bytes alive among those labelled one of `labels`.
@@ -117,11 +178,31 @@ class LiveBytesTrace(TorchDispatchMode):
         The replay runs over every op, so bytes born in earlier phases stay counted.
         """
         wanted = set(labels)
-        rows = [row for row in self.timeline(leave_out) if row[0] in wanted]
+        rows = [(index, row) for index, row in enumerate(self.timeline(leave_out))
+                if row[0] in wanted]  # fmt: skip
         if not rows:
             raise ValueError(f"no op ran under the labels {sorted(wanted)}")
-        label, op, bytes_ = max(rows, key=lambda row: row[2])
-        return LivePeak(bytes_, label, op)
+        index, (label, op, bytes_) = max(rows, key=lambda row: row[1][2])
+        return LivePeak(bytes_, label, op, index)
+
+
+def _written_storages(func: Any, args: tuple, kwargs: dict[str, Any]) -> set[int]:
+    """Addresses of the storages `func` writes in place (its schema's `Tensor(a!)` arguments)."""
+    written: set[int] = set()
+    for index, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = kwargs.get(argument.name) if argument.kwarg_only or index >= len(args) else (
+            args[index])  # fmt: skip
+        for tensor in tree_leaves(value):
+            if isinstance(tensor, torch.Tensor):
+                written.add(_local(tensor).untyped_storage()._cdata)
+    return written
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's shard on this rank (its storage is the shard's); any other tensor as is."""
+    return getattr(tensor, "_local_tensor", tensor)
 
 
 @dataclass

@@ -20,6 +20,11 @@ counter would double a small model's step). The second is counted, with three ph
 backward, optimizer step); model-state bytes are read after it (and the registered parameters
 after forward), outside the collectives' way. Its loss must coincide with DDP's at the same
 step: same math, other memory.
+
+The counted step also runs under `LiveBytesTrace`, which finds the most tensor bytes alive at
+once in the step and splits them by what they are (`peak_terms`): the model states, DDP's
+buckets, FSDP2's gathered parameters, and what forward, backward and the optimizer made. On
+CUDA the allocator's peak of the same step stands beside it.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from demos.live_bytes import cuda_allocator_window
+from demos.live_bytes import LiveBytesTrace, cuda_allocator_window
 from demos.probes import (
     CountedStep,
     RankInfo,
@@ -42,6 +47,7 @@ from demos.probes import (
     WireMeter,
     cuda_memory,
     model_state_bytes,
+    optimizer_tensors,
     storage_bytes,
 )
 from demos.specs.zero_stages import HEADS, MLP_RATIO, ZeroStagesParams
@@ -199,31 +205,102 @@ def counted_step(
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     phases: dict[str, dict[str, Any]] = {}
     allocator: dict[str, dict[str, int] | None] = {}
-    with CountedStep(rank.sync) as step:
+    trace = LiveBytesTrace(
+        track=[tokens, *holder.parameters(), *optimizer_tensors(optimizer)],
+        resizable=gathered_parameters(holder),
+    )
+    with CountedStep(rank.sync) as step, trace:
+        trace.mark("forward")
         with step.counter.phase("forward"), WireMeter() as wire:
             logits = model(inputs)
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         params_after_forward = storage_bytes(holder.parameters())
         phases["forward"] = _phase_row(step, "forward", wire)
         allocator["forward"] = cuda_memory(rank.device)
+        trace.mark("backward")
         with step.counter.phase("backward"), WireMeter() as wire:
             loss.backward()
         phases["backward"] = _phase_row(step, "backward", wire)
         allocator["backward"] = cuda_memory(rank.device)
+        trace.mark("step")
         with step.counter.phase("step"), WireMeter() as wire:
             optimizer.step()
         phases["step"] = _phase_row(step, "step", wire)
         allocator["step"] = cuda_memory(rank.device)
     memory = model_state_bytes(holder, optimizer)
     memory["params_after_forward"] = params_after_forward
+    peak = peak_terms(trace, holder, optimizer, tokens)
     optimizer.zero_grad(set_to_none=True)
     return {
         **step.as_dict(rank.rank),
         "loss": loss.item(),
         "phases": phases,
         "memory": memory,
+        "peak": peak,
         "cuda": allocator if rank.device.type == "cuda" else None,
     }
+
+
+PEAK_TERMS = ("params", "grads", "optimizer", "batch", "buckets", "gathered",
+              "forward", "backward", "step")  # fmt: skip
+
+
+def peak_terms(
+    trace: LiveBytesTrace, holder: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor
+) -> dict[str, Any]:
+    """The most tensor bytes alive at once in the traced step, split by what they are.
+
+    Read right after the step, while the gradients are still set. Storages that existed before
+    the step and are none of the named tensors are DDP's buckets (its reducer writes them with
+    `mul(out=)`; nothing else that old is written in a step). The rest is named by the phase
+    that made it: forward's activations and outputs, backward's gradients of activations and
+    FSDP2's unsharded gradients and buffers, the optimizer's temporaries.
+    """
+    peak = trace.peak(PHASES)
+    named = {
+        "params": trace.live_ids(holder.parameters()),
+        "grads": trace.live_ids(p.grad for p in holder.parameters() if p.grad is not None),
+        "optimizer": trace.live_ids(optimizer_tensors(optimizer)),
+        "batch": trace.live_ids([tokens]),
+        "gathered": trace.live_ids(gathered_parameters(holder)),
+    }
+    terms = dict.fromkeys(PEAK_TERMS, 0)
+    for id_, bytes_ in trace.alive_after(peak.index).items():
+        term = next((name for name, ids in named.items() if id_ in ids), None)
+        if term is None:
+            term = "buckets" if trace.existed(id_) else trace.born_in(id_)
+        terms[term] += bytes_
+    # What forward leaves for backward, read where forward ends, wherever the peak falls.
+    timeline = trace.timeline()
+    end_of_forward = max(i for i, row in enumerate(timeline) if row[0] == "forward")
+    after_forward = trace.alive_after(end_of_forward)
+    return {
+        "bytes": peak.bytes_,
+        "phase": peak.label,
+        "op": peak.op,
+        "terms": terms,
+        "forward_kept": sum(b for i, b in after_forward.items() if trace.born_in(i) == "forward"),
+        "gathered_after_forward": sum(after_forward.get(i, 0) for i in named["gathered"]),
+    }
+
+
+def gathered_parameters(module: nn.Module) -> list[torch.Tensor]:
+    """FSDP2's buffers for each unit's gathered (unsharded) parameters, which it resizes to 0
+    bytes after use and back before the next all-gather (`FSDPParam.all_gather_outputs`, a
+    private attribute of torch 2.11 and 2.13); [] for a module FSDP2 does not shard."""
+    tensors: list[torch.Tensor] = []
+    for submodule in module.modules():
+        get_state = getattr(submodule, "_get_fsdp_state", None)
+        if get_state is None:
+            continue
+        state = get_state()
+        groups = getattr(state, "_fsdp_param_groups", None)
+        if groups is None:  # torch before the plural
+            groups = [g] if (g := getattr(state, "_fsdp_param_group", None)) else []
+        for group in groups:
+            for fsdp_param in group.fsdp_params:
+                tensors += fsdp_param.all_gather_outputs
+    return tensors
 
 
 def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor) -> float:
@@ -305,6 +382,7 @@ def summary(
             # The loss of the global batch: every rank's batch has the same size.
             "losses": [statistics.fmean(row["loss"] for row in e["ranks"]) for e in events],
             "cuda": [row["cuda"] for row in last],
+            "peak": [row["peak"] for row in last],
             "buckets": [row["buckets"] for row in last],
         }
     return {

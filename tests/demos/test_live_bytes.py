@@ -26,3 +26,52 @@ def test_views_cost_nothing_and_freed_storages_leave_the_count() -> None:
     ]
     peak = trace.peak(["work"], leave_out=trace.live_ids([w]))
     assert (peak.bytes_, peak.op) == (256, "mm")  # w left out; y counted while it lived
+
+
+def test_a_storage_written_in_place_before_being_seen_counts_from_the_start() -> None:
+    bucket = torch.zeros(16)  # 64 B made before the trace, like DDP's gradient buckets
+    grad = torch.ones(16)
+    trace = LiveBytesTrace(track=[grad])
+    with trace:
+        trace.mark("backward")
+        torch.mul(grad, 0.5, out=bucket)  # what DDP's reducer does to its bucket
+        view = bucket.view(4, 4)  # a view of a storage already seen: +0
+    ids = trace.live_ids([bucket])
+    assert [trace.existed(id_) for id_ in ids] == [True]
+    assert [live for _, _, live in trace.timeline()] == [128, 128, 128]
+    assert view.untyped_storage().nbytes() == 64
+
+
+def test_a_storage_first_seen_through_a_view_counts_from_that_op() -> None:
+    made_unseen = torch.ones(8)  # as a kernel's own buffer: never an op's output in the trace
+    trace = LiveBytesTrace()
+    with trace:
+        trace.mark("backward")
+        halves = made_unseen.split(4)
+    (id_,) = trace.live_ids([made_unseen])
+    assert not trace.existed(id_)
+    assert trace.born_in(id_) == "backward"
+    assert [live for _, _, live in trace.timeline()] == [0, 32]
+    assert len(halves) == 2
+
+
+def test_resizable_storages_are_counted_at_their_size_after_every_op() -> None:
+    gathered = torch.empty(32)  # FSDP2 frees a gathered layer by resizing its storage to 0
+    gathered.untyped_storage().resize_(0)
+    x = torch.ones(4)
+    trace = LiveBytesTrace(track=[x], resizable=[gathered])
+    with trace:
+        trace.mark("forward")
+        gathered.untyped_storage().resize_(128)  # not an op: the next op notices it
+        y = x + 1
+        gathered.untyped_storage().resize_(0)
+        z = y * 2
+    assert [(op, live) for _, op, live in trace.timeline()] == [
+        ("track", 16),
+        ("add", 16 + 128 + 16),
+        ("mul", 16 + 16 + 16),
+    ]
+    peak = trace.peak(["forward"])
+    (gathered_id,) = trace.live_ids([gathered])
+    assert trace.alive_after(peak.index)[gathered_id] == 128
+    assert z.numel() == 4

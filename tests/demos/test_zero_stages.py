@@ -170,6 +170,35 @@ def test_ddp_second_step_carries_the_bucket_rebuild_broadcasts(
 
 
 @pytest.mark.demo
+def test_the_steps_traced_peak_splits_into_named_terms(
+    events: list[dict[str, Any]], prediction: ZeroPrediction
+) -> None:
+    summary = events[-1]["summary"]["strategies"]
+    tokens = PARAMS["batch"] * (PARAMS["seq_len"] + 1) * 8  # int64, one extra for the targets
+    gathered = {}
+    for strategy in STRATEGIES:
+        for rank, peak in enumerate(summary[strategy]["peak"]):
+            terms = peak["terms"]
+            assert sum(terms.values()) == peak["bytes"]
+            exact = prediction.memory(strategy, rank)
+            assert (terms["params"], terms["optimizer"]) == (exact["params"], exact["optimizer"])
+            assert terms["batch"] == tokens
+            assert terms["forward"] > 0  # the activations backward still needs
+            if strategy in ("ddp", "zero1"):  # held since DDP rebuilt them, row 0
+                assert terms["buckets"] == sum(summary[strategy]["buckets"][rank]["sizes"])
+                assert terms["gathered"] == 0
+            else:
+                assert terms["buckets"] == 0
+                gathered[strategy] = peak["gathered_after_forward"]
+            # the calculator's activations plus what its per-layer count leaves out, exactly
+            assert peak["forward_kept"] == prediction.forward_kept_bytes
+    # Without resharding after forward, every unit stays gathered into backward; with it, none
+    # does, the root's own parameters included (the demo shards the root that way too).
+    assert gathered["zero2"] == prediction.padded_shard_bytes * WORLD_SIZE
+    assert gathered["zero3"] == 0
+
+
+@pytest.mark.demo
 def test_cpu_ranks_report_no_allocator_figures(events: list[dict[str, Any]]) -> None:
     rows = [row for event in events[1:-1] for row in event["ranks"]]
     assert len(rows) == 24 and all(row["cuda"] is None for row in rows)

@@ -91,7 +91,8 @@ def test_all_reduce_leads_with_the_verdict_and_downloads_its_rows(page: Page) ->
 def test_zero_leads_with_the_verdict_and_downloads_its_rows(page: Page) -> None:
     fields = {"width": "16", "layers": "1", "vocab": "10", "seq_len": "8", "steps": "3"}
     _run(page, "/demos/ddp-vs-zero", fields)
-    _assert_verdict_in_view(page, rows=11)  # 4 × (memory, traffic), DDP's buckets × 2, losses
+    # 4 × (memory, traffic), DDP's buckets × 2, DDP's activations, losses
+    _assert_verdict_in_view(page, rows=12)
     expect(page.locator("#verdict-table [data-status=unexpected]")).to_have_count(0)
     zero1 = page.locator("#verdict-table tbody tr", has_text="ZeRO-1 Logical bytes")
     expect(zero1.locator(".judged")).to_contain_text("(+100 %)")  # broadcasts, not all-gathers

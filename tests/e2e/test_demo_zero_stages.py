@@ -17,7 +17,7 @@ def test_zero_page_runs_four_strategies_and_shows_the_comparison(page: Page) -> 
     expect(page.locator("#rows tr[data-step]")).to_have_count(24, timeout=60_000)
     summary = page.locator("#zero-summary")
     expect(summary).to_contain_text("Loss curves coincide with DDP")
-    expect(page.locator("#verdict-table tbody tr:not(.why)")).to_have_count(11)
+    expect(page.locator("#verdict-table tbody tr:not(.why)")).to_have_count(12)
     expect(page.locator("#zero-memory-table .bad")).to_have_count(0)
     # DDP's buckets, for DDP and ZeRO-1, both ranks alike: one row each.
     buckets = page.locator("#zero-memory-table tr[data-kind=buckets]")
@@ -27,6 +27,11 @@ def test_zero_page_runs_four_strategies_and_shows_the_comparison(page: Page) -> 
     expect(
         page.locator("#zero-traffic-table tr[data-strategy=zero1][data-kind=broadcast]")
     ).to_be_visible()
+    # The step's peak, term by term: DDP's ranks alike share a row; every strategy has one.
+    expect(page.locator("#zero-peak-table tr[data-strategy=ddp]")).to_have_count(1)
+    expect(page.locator("#zero-peak-table tr[data-strategy=ddp]")).to_contain_text("0–1")
+    for strategy in ("zero1", "zero2", "zero3"):
+        expect(page.locator(f"#zero-peak-table tr[data-strategy={strategy}]").first).to_be_visible()
     expect(page.locator("#demo-status")).to_have_text("Finished.")
     expect(page.locator("#zero-loss-chart canvas").first).to_be_visible()
     expect(page.locator("#zero-memory-chart canvas").first).to_be_visible()

@@ -186,6 +186,7 @@ def test_zero_stages_streams_four_strategies_and_a_summary_that_agrees(
     html = "".join(data for name, data in events if name == "message")
     assert len(re.findall(r'<tr data-strategy="zero3" data-step="2" data-rank="\d"', html)) == 2
     assert 'id="zero-memory-table"' in html and 'id="zero-traffic-table"' in html
+    assert 'id="zero-peak-table"' in html
     assert "Loss curves coincide with DDP" in html
     assert "≠" not in html
 

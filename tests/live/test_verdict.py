@@ -152,6 +152,20 @@ def test_a_total_equal_to_the_papers_with_bytes_in_the_wrong_phase_is_unexpected
     assert traffic.measured == traffic.predicted and traffic.status == "unexpected"
 
 
+def test_ddps_activations_are_judged_against_the_training_calculators() -> None:
+    prediction = ZeroPrediction(ZERO, 2)
+    summary = _zero_summary(prediction)
+    quantity = ("DDP", "Activations kept at the end of forward")
+    for kept, status in ((prediction.forward_kept_bytes, "explained"),
+                         (prediction.activation_bytes, "equal"),
+                         (prediction.forward_kept_bytes + 4, "unexpected")):  # fmt: skip
+        summary["strategies"]["ddp"]["peak"] = [{"forward_kept": kept}] * 2
+        by = {(c.scope, c.quantity): c for c in zero_verdict(summary, prediction, "gloo")}
+        assert by[quantity].status == status, kept
+        assert by[quantity].predicted == prediction.activation_bytes
+        assert ("log-softmax" in by[quantity].reason) == (status == "explained")
+
+
 def test_ddp_buckets_on_cuda_are_judged_within_the_allocators_blocks() -> None:
     # Fakes of what a CUDA rank reports (no GPU here): the allocator's reading after DDP's
     # constructor, for one bucket of 15,040 B (not a multiple of 512: 15,360 in blocks).

@@ -12,10 +12,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from app.calc.activations import (
+    LOGITS_BYTES,
+    TOKEN_ID_BYTES,
+    ActivationSetup,
+    stage_activations,
+)
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.calc.comm_volume import zero_elements
 from app.calc.cuda_allocator import allocated_bounds
 from app.calc.memory import FP32_ADAM, ModelStates, model_states_per_gpu
+from app.calc.model import ModelConfig
 from app.calc.sharding import (
     adam_state_bytes,
     ddp_bucket_bytes,
@@ -29,7 +36,7 @@ from app.formatting import latex_int, latex_number
 from app.i18n import N_
 from app.live.demo_page import DemoPage
 from app.live.verdict import Check, check
-from demos.specs.zero_stages import ZeroStagesParams
+from demos.specs.zero_stages import HEADS, MLP_RATIO, ZeroStagesParams
 
 FP32_BYTES = 4
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
@@ -106,6 +113,48 @@ class ZeroPrediction:
         """All-gathers per pass: one per block and one for the root's own parameters."""
         return len(self.params.shape_groups())
 
+    @property
+    def model_config(self) -> ModelConfig:
+        """The demo's TinyGPT in the calculators' terms: GeLU MLP, LayerNorm, biases, learned
+        positions, untied output head."""
+        p = self.params
+        return ModelConfig(
+            layers=p.layers, hidden=p.d_model, heads=HEADS, kv_heads=HEADS,
+            ffn_hidden=MLP_RATIO * p.d_model, vocab=p.vocab, ffn_type="gelu", norm="layernorm",
+            attention_bias=True, mlp_bias=True, learned_positions=p.seq_len, name="TinyGPT",
+        )  # fmt: skip
+
+    @property
+    def activation_bytes(self) -> int:
+        """The training-memory calculator's activations for one rank's batch (app.calc.
+        activations: fp32, no dropout, attention that keeps no score matrix, one stage)."""
+        p = self.params
+        setup = ActivationSetup(seq_len=p.seq_len, micro_batch=p.batch, flash_attention=True,
+                                dropout=False, bytes_per_value=FP32_BYTES)  # fmt: skip
+        stage = stage_activations(self.model_config, setup, p.layers, 1, first_stage=True,
+                                  last_stage=True)  # fmt: skip
+        return int(stage.total)
+
+    @property
+    def forward_kept_bytes(self) -> int:
+        """What torch keeps at the end of this model's forward: the calculator's count, plus
+        the tensors its per-layer formula leaves out, less the token ids (the batch here)."""
+        p = self.params
+        tokens = p.batch * p.seq_len
+        norms = 2 * p.layers + 1
+        # tokens[:, 1:] of one sequence is contiguous, so flattening it copies nothing
+        target_copy = TOKEN_ID_BYTES * tokens if p.batch > 1 else 0
+        return (
+            self.activation_bytes
+            - TOKEN_ID_BYTES * tokens  # the calculator's embedding input: counted as the batch
+            + LOGITS_BYTES * tokens * p.vocab  # cross-entropy's log-softmax, beside the logits
+            + target_copy  # its targets, copied when the shifted slice is not contiguous
+            + norms * 2 * FP32_BYTES * tokens  # each LayerNorm's mean and 1/sigma per token
+            + p.layers * HEADS * tokens * FP32_BYTES  # attention's log-sum-exp per head, token
+            + TOKEN_ID_BYTES * p.seq_len  # the position ids the position embedding keeps
+            + 2 * FP32_BYTES  # the loss, and the weight total nll_loss keeps for backward
+        )
+
     def paper(self, strategy: str) -> ModelStates:
         """The ZeRO paper's model states per rank, Psi split evenly (fp32 Adam: 4 + 4 + 8)."""
         return model_states_per_gpu(self.param_count, self.world_size, STAGE[strategy], FP32_ADAM)
@@ -129,6 +178,23 @@ class ZeroPrediction:
     def buckets_by_ranks(self, buckets: list[dict[str, Any] | None]) -> list[tuple[str, int]]:
         """DDP's bucket bytes as it records them, one row per run of ranks alike."""
         return by_rank_runs([sum(b["sizes"]) for b in buckets if b is not None])
+
+    def peaks_by_ranks(self, measured: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The traced peak of each rank's last step (demos.zero_stages.peak_terms), one row per
+        run of ranks alike; on CUDA with the allocator's peak of the same step beside it."""
+        cuda = measured.get("cuda") or [None] * len(measured["peak"])
+        rows = [
+            {**peak, "allocator": allocated["step"]["max_allocated"] if allocated else None}
+            for peak, allocated in zip(measured["peak"], cuda, strict=True)
+        ]
+        return by_rank_runs(rows)
+
+    @property
+    def fsdp_unit_bytes(self) -> list[int]:
+        """Each FSDP2 unit gathered whole (padded): every block's, then the root's own."""
+        n = self.world_size
+        return [FP32_BYTES * n * sum(padded_shard_elements(s, n) for s in group)
+                for group in self.params.shape_groups()]  # fmt: skip
 
     def memory(self, strategy: str, rank: int) -> dict[str, int]:
         """Exact bytes of distinct storage on `rank` after a step (and params after forward)."""
@@ -248,6 +314,11 @@ TRAFFIC_REASONS = {
     "zero3": N_("FSDP2 sends each shard's padding too"),
 }
 LOSSES = {True: N_("coincide"), False: N_("differ")}
+# One line in the verdict, which must fit a 1280x800 screen; the page's list says it in full.
+ACTIVATION_REASON = N_(
+    "the per-layer count leaves out the log-softmax, targets, LayerNorm statistics, log-sum-exp "
+    "and position ids"
+)
 BUCKET_ROUNDING = N_(
     "the CUDA caching allocator rounds each bucket up to 512 B, and may hand a bucket over 1 MiB "
     "a cached block up to 1 MiB larger"
@@ -288,6 +359,13 @@ def verdict(
         )  # fmt: skip
         if any(m.get("buckets") or []):
             checks += _bucket_checks(m, prediction, scope)
+    if (ddp := summary["strategies"].get("ddp")) and ddp.get("peak"):
+        kept = max(peak["forward_kept"] for peak in ddp["peak"])
+        checks.append(
+            check(N_("Activations kept at the end of forward"), kept, prediction.activation_bytes,
+                  scope="DDP", reason=ACTIVATION_REASON,
+                  explained=kept == prediction.forward_kept_bytes)
+        )  # fmt: skip
     checks.append(
         check(N_("Loss curves vs DDP's"), LOSSES[summary["correct"]], LOSSES[True],
               unit="text")
