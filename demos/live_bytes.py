@@ -94,6 +94,12 @@ class LiveBytesTrace(TorchDispatchMode):
         self._ops.append(start)
 
     def mark(self, label: str) -> None:
+        # What died since the last op (a phase's results whose last holder returned) leaves
+        # with the phase it belonged to, not at the next phase's first op.
+        end = _Op(self._label, "(end of phase)")
+        self._settle(end)
+        if end.died or end.resized:
+            self._ops.append(end)
         self._label = label
 
     def on_gradient(self, tensor: torch.Tensor, label: str) -> None:
@@ -114,14 +120,7 @@ class LiveBytesTrace(TorchDispatchMode):
         written = _written_storages(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         op = _Op(self._label, str(func.overloadpacket.__name__))
-        for address, (id_, ref) in list(self._live.items()):
-            if ref.expired():
-                del self._live[address]
-                op.died.append(id_)
-        for id_, storage in self._resizable:
-            if (size := storage.nbytes()) != self._sizes[id_]:
-                op.resized.append((id_, size - self._sizes[id_]))
-                self._sizes[id_] = size
+        self._settle(op)
         start = self._ops[0]
         for value in tree_leaves(out):
             if isinstance(value, torch.Tensor):
@@ -130,6 +129,17 @@ class LiveBytesTrace(TorchDispatchMode):
                 self._see(storage, start if existed else op)
         self._ops.append(op)
         return out
+
+    def _settle(self, op: _Op) -> None:
+        """Note on `op` the storages that died and the resizable ones that changed size."""
+        for address, (id_, ref) in list(self._live.items()):
+            if ref.expired():
+                del self._live[address]
+                op.died.append(id_)
+        for id_, storage in self._resizable:
+            if (size := storage.nbytes()) != self._sizes[id_]:
+                op.resized.append((id_, size - self._sizes[id_]))
+                self._sizes[id_] = size
 
     def existed(self, id_: int) -> bool:
         """Whether storage `id_` was alive before the trace began (tracked or found so)."""

@@ -212,8 +212,9 @@ def counted_step(
     with CountedStep(rank.sync) as step, trace:
         trace.mark("forward")
         with step.counter.phase("forward"), WireMeter() as wire:
-            logits = model(inputs)
-            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+            # The logits are not bound to a name, so they die once cross-entropy has read them,
+            # as in a training loop: autograd keeps only the log-softmax (the trace's count).
+            loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
         params_after_forward = storage_bytes(holder.parameters())
         phases["forward"] = _phase_row(step, "forward", wire)
         allocator["forward"] = cuda_memory(rank.device)

@@ -75,3 +75,21 @@ def test_resizable_storages_are_counted_at_their_size_after_every_op() -> None:
     (gathered_id,) = trace.live_ids([gathered])
     assert trace.alive_after(peak.index)[gathered_id] == 128
     assert z.numel() == 4
+
+
+def test_what_dies_between_ops_leaves_with_its_phase() -> None:
+    x = torch.ones(4)  # 16 B
+    trace = LiveBytesTrace(track=[x])
+    with trace:
+        trace.mark("forward")
+        total = (x * 2).sum()  # the product (16 B) dies when sum returns: between two ops
+        trace.mark("backward")
+        y = total + 1
+    assert [(label, op, live) for label, op, live in trace.timeline()] == [
+        ("start", "track", 16),
+        ("forward", "mul", 32),
+        ("forward", "sum", 36),
+        ("forward", "(end of phase)", 20),  # not charged to backward's first op
+        ("backward", "add", 24),
+    ]
+    assert y.item() == 9.0

@@ -163,7 +163,7 @@ def test_ddps_activations_are_judged_against_the_training_calculators() -> None:
         by = {(c.scope, c.quantity): c for c in zero_verdict(summary, prediction, "gloo")}
         assert by[quantity].status == status, kept
         assert by[quantity].predicted == prediction.activation_bytes
-        assert ("log-softmax" in by[quantity].reason) == (status == "explained")
+        assert ("log-sum-exp" in by[quantity].reason) == (status == "explained")
 
 
 def test_ddp_buckets_on_cuda_are_judged_within_the_allocators_blocks() -> None:

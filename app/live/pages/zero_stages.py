@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import Any
 
 from app.calc.activations import (
-    LOGITS_BYTES,
     TOKEN_ID_BYTES,
     ActivationSetup,
     stage_activations,
@@ -147,7 +146,6 @@ class ZeroPrediction:
         return (
             self.activation_bytes
             - TOKEN_ID_BYTES * tokens  # the calculator's embedding input: counted as the batch
-            + LOGITS_BYTES * tokens * p.vocab  # cross-entropy's log-softmax, beside the logits
             + target_copy  # its targets, copied when the shifted slice is not contiguous
             + norms * 2 * FP32_BYTES * tokens  # each LayerNorm's mean and 1/sigma per token
             + p.layers * HEADS * tokens * FP32_BYTES  # attention's log-sum-exp per head, token
@@ -179,15 +177,20 @@ class ZeroPrediction:
         """DDP's bucket bytes as it records them, one row per run of ranks alike."""
         return by_rank_runs([sum(b["sizes"]) for b in buckets if b is not None])
 
-    def peaks_by_ranks(self, measured: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        """The traced peak of each rank's last step (demos.zero_stages.peak_terms), one row per
-        run of ranks alike; on CUDA with the allocator's peak of the same step beside it."""
-        cuda = measured.get("cuda") or [None] * len(measured["peak"])
-        rows = [
-            {**peak, "allocator": allocated["step"]["max_allocated"] if allocated else None}
-            for peak, allocated in zip(measured["peak"], cuda, strict=True)
-        ]
-        return by_rank_runs(rows)
+    def fullest_peaks(self, summary: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
+        """Per strategy, the rank whose last step peaked highest: (strategy, rank, its traced
+        peak (demos.zero_stages.peak_terms), with the allocator's peak of the same step on
+        CUDA, else None)."""
+        columns = []
+        for strategy, measured in summary["strategies"].items():
+            peaks = measured.get("peak") or []
+            if not peaks:
+                continue
+            rank = max(range(len(peaks)), key=lambda r: peaks[r]["bytes"])
+            cuda = (measured.get("cuda") or [None] * len(peaks))[rank]
+            allocator = cuda["step"]["max_allocated"] if cuda else None
+            columns.append((strategy, rank, {**peaks[rank], "allocator": allocator}))
+        return columns
 
     @property
     def fsdp_unit_bytes(self) -> list[int]:
@@ -316,8 +319,8 @@ TRAFFIC_REASONS = {
 LOSSES = {True: N_("coincide"), False: N_("differ")}
 # One line in the verdict, which must fit a 1280x800 screen; the page's list says it in full.
 ACTIVATION_REASON = N_(
-    "the per-layer count leaves out the log-softmax, targets, LayerNorm statistics, log-sum-exp "
-    "and position ids"
+    "the per-layer count leaves out norm statistics, log-sum-exp, targets, position ids and the "
+    "loss"
 )
 BUCKET_ROUNDING = N_(
     "the CUDA caching allocator rounds each bucket up to 512 B, and may hand a bucket over 1 MiB "
