@@ -115,7 +115,7 @@ def plan_for(
     today: date | None = None,
 ) -> StudyPlan:
     """The plan from today: the steps not done yet, in order, and the reviews the learner's
-    item states (app.quiz.progress.states_of) bring due. Reading time is the English card's
+    item states (app.quiz.review_queue.states_of) bring due. Reading time is the English card's
     length in any language: a Chinese edition has no spaces to count words by, and says the
     same things."""
     work = []

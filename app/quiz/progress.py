@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
-from app.quiz.review_queue import new_left_today
+from app.quiz.review_queue import new_left_today, states_of
 from app.quiz.scheduling import SCHEDULER, recall_probability
 
 HISTORY_DAYS = 30
@@ -68,10 +68,6 @@ class Progress:
     weakest: list[WeakItem]
     answers: int
     correct: int
-
-
-def states_of(session: Session, user_id: int) -> list[ItemState]:
-    return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
 
 
 def recent_designs(session: Session, user_id: int, limit: int = 20) -> list[DesignAttempt]:

@@ -60,6 +60,11 @@ def topics(cards: CardLibrary, bank: QuestionBank) -> list[tuple[str, str]]:
     return options
 
 
+def states_of(session: Session, user_id: int) -> list[ItemState]:
+    """Every item state of the user: what the queue, the progress pages and plans read."""
+    return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
+
+
 def next_item(
     session: Session,
     user_id: int,
@@ -81,7 +86,7 @@ def next_item(
     items = bank.for_cards(card_ids)
     in_topic = {item.id for item in items}
     if states_read is None:
-        states_read = list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
+        states_read = states_of(session, user_id)
     states = {s.item_id: s for s in states_read if s.item_id in in_topic}
     due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
     due_ids = [s.item_id for s in due]
