@@ -124,7 +124,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.login_rate_limit, settings.register_rate_limit, settings.demo_rate_limit
     )
     app.state.search = SearchIndex(
-        app.state.cards.all(), app.state.quiz.all(), app.state.cards.editions("zh"),
+        app.state.cards.all(),
+        app.state.quiz.all(),
+        app.state.cards.editions("zh"),
         app.state.quiz.translated("zh"),
     )
     app.state.worker_client = WorkerClient(

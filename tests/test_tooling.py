@@ -1,4 +1,4 @@
-"""The repository's own checks: the Dockerfile lints clean, the code is ruff clean."""
+"""The repository's own checks: the Dockerfile lints clean, the code is ruff clean and formatted."""
 
 from __future__ import annotations
 
@@ -28,5 +28,14 @@ def test_dockerfile_passes_hadolint() -> None:
 def test_code_is_ruff_clean() -> None:
     result = subprocess.run(
         [_tool("ruff"), "check", "."], cwd=ROOT_DIR, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_code_is_ruff_formatted() -> None:
+    # `# fmt: skip` keeps hand-aligned tables; everything else is ruff's layout, so a diff
+    # shows what changed rather than who formatted it.
+    result = subprocess.run(
+        [_tool("ruff"), "format", "--check", "."], cwd=ROOT_DIR, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -81,7 +81,10 @@ def answered(session: Session, mock: MockInterview) -> dict[int, QuizAttempt]:
 
 
 def current_question(
-    session: Session, mock: MockInterview, bank: QuestionBank, now: datetime | None = None,
+    session: Session,
+    mock: MockInterview,
+    bank: QuestionBank,
+    now: datetime | None = None,
     lang: str = "en",
 ) -> tuple[int, Question] | None:
     """The index and question to answer next, or None when finished or out of time. The

@@ -36,8 +36,6 @@ def _evaluate(coefficient: str, m: int) -> int:
     return eval(python, {"__builtins__": {}}, {"m": m})  # noqa: S307 - checked charset above
 
 
-
-
 @pytest.mark.parametrize(("stage", "label"), [(1, "ZeRO-1"), (2, "ZeRO-2"), (3, "ZeRO-3")])
 def test_comm_card_zero_rows_match_zero_elements(stage: int, label: str) -> None:
     card = COMM_CARD.read_text(encoding="utf-8")

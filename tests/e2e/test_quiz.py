@@ -25,8 +25,6 @@ def quiz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-
-
 def answer_current(page: Page) -> str:
     """Answers whatever the review shows, right, and returns its kind."""
     question = page.locator("#question")
