@@ -122,6 +122,8 @@ def layout_text(layout: Layout) -> str:
     ]
     if layout.distributed_optimizer:
         sharding = "distributed optimizer"
+        if layout.zero_stage:  # a rule breaker: both named, or the option hides what it breaks
+            sharding += f" + ZeRO-{layout.zero_stage}"
     else:
         sharding = f"ZeRO-{layout.zero_stage}" if layout.zero_stage else "no ZeRO"
     schedule = SCHEDULE_TEXT.get(layout.schedule, layout.schedule)

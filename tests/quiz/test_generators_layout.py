@@ -90,3 +90,19 @@ def test_the_quiz_page_offers_the_layouts_and_explains_each(client: TestClient) 
     answered = client.post("/quiz/answer", data={**form, "answer": str(wrong)})
     assert "Not quite." in answered.text
     assert f"You picked Layout {wrong}" in answered.text
+
+
+def test_a_rule_breaker_with_both_shardings_shows_both() -> None:
+    # The distractor "distributed optimizer with ZeRO-1" once read as a plain distributed
+    # optimizer, a valid layout as fast as the answer: the item then had two right answers.
+    from dataclasses import replace
+
+    from app.quiz.generators.layout import layout_words
+
+    best = scenario_plan(2).best
+    assert best is not None
+    both = replace(best.layout, zero_stage=1, distributed_optimizer=True)
+    alone = replace(both, zero_stage=0)
+    for words in (layout_text, layout_words):
+        assert "distributed optimizer + ZeRO-1" in words(both)
+        assert words(both) != words(alone)

@@ -91,6 +91,8 @@ def layout_words(layout: Layout) -> str:
     ]
     if layout.distributed_optimizer:
         sharding = gettext("distributed optimizer")
+        if layout.zero_stage:  # a rule breaker: both named, or the option hides what it breaks
+            sharding += f" + ZeRO-{layout.zero_stage}"
     else:
         sharding = f"ZeRO-{layout.zero_stage}" if layout.zero_stage else gettext("no ZeRO")
     schedule = LAYOUT_SCHEDULE_WORDS.get(layout.schedule)
