@@ -16,7 +16,9 @@ gradient buckets, written by its reducer's `mul(out=)`) enter the count. A stora
 only reads (a bias passed to addmm) is not counted unless `track` names it. `resizable` names
 tensors whose storage the code grows and shrinks in place (FSDP2 resizes its gathered
 parameters' storage to 0 and back): their bytes are read again after every op. A DTensor is
-counted by its local shard.
+counted by its local shard. `scopes` names prefixes of `torch.profiler.record_function` labels
+(FSDP2 wraps its all-gathers and reduce-scatters in "FSDP::..." ones, which run as ops the trace
+sees even with no profiler on): `born_scope` says which one a storage was born inside.
 
 Why this and not an allocator: torch 2.13 keeps no statistics for the CPU allocator
 (`torch.accelerator` memory stats cover accelerators only), and the profiler's memory events
@@ -72,8 +74,15 @@ class LiveBytesTrace(TorchDispatchMode):
         track: Iterable[torch.Tensor] = (),
         exclude: Iterable[torch.Tensor] = (),
         resizable: Iterable[torch.Tensor] = (),
+        scopes: Iterable[str] = (),
     ):
         super().__init__()
+        self._scope_prefixes = tuple(scopes)
+        # One entry per open record_function scope, innermost last: its matching prefix or "".
+        # Scopes are context managers, so they close in reverse order (their handles do not
+        # keep one Python identity from enter to exit, so the stack is the only key).
+        self._open_scopes: list[str] = []
+        self._scope_of: dict[int, str] = {}  # storage id -> the prefix it was born inside
         self._excluded = {_local(tensor).untyped_storage()._cdata for tensor in exclude}
         self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # StorageImpl address -> id
         self._bytes: list[int] = []  # by id, at birth; an address can be reused once freed
@@ -115,11 +124,16 @@ class LiveBytesTrace(TorchDispatchMode):
         op.born.append(len(self._bytes))
         self._bytes.append(storage.nbytes())
         self._labels.append(op.label)
+        scope = next((prefix for prefix in reversed(self._open_scopes) if prefix), None)
+        if scope is not None and op.name != "track":  # not one that existed before
+            self._scope_of[len(self._bytes) - 1] = scope
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         written = _written_storages(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         op = _Op(self._label, str(func.overloadpacket.__name__))
+        if self._scope_prefixes:
+            self._follow_scope(op.name, args)
         self._settle(op)
         start = self._ops[0]
         for value in tree_leaves(out):
@@ -129,6 +143,17 @@ class LiveBytesTrace(TorchDispatchMode):
                 self._see(storage, start if existed else op)
         self._ops.append(op)
         return out
+
+    def _follow_scope(self, name: str, args: tuple) -> None:
+        if name == "_record_function_enter_new" and args and isinstance(args[0], str):
+            prefix = next((p for p in self._scope_prefixes if args[0].startswith(p)), "")
+            self._open_scopes.append(prefix)
+        elif name == "_record_function_exit" and self._open_scopes:
+            self._open_scopes.pop()
+
+    def born_scope(self, id_: int) -> str | None:
+        """The `scopes` prefix storage `id_` was born inside, or None."""
+        return self._scope_of.get(id_)
 
     def _settle(self, op: _Op) -> None:
         """Note on `op` the storages that died and the resizable ones that changed size."""

@@ -208,6 +208,7 @@ def counted_step(
     trace = LiveBytesTrace(
         track=[tokens, *holder.parameters(), *optimizer_tensors(optimizer)],
         resizable=gathered_parameters(holder),
+        scopes=(FSDP_SCOPE,),
     )
     with CountedStep(rank.sync) as step, trace:
         trace.mark("forward")
@@ -242,8 +243,10 @@ def counted_step(
     }
 
 
-PEAK_TERMS = ("params", "grads", "optimizer", "batch", "buckets", "gathered",
+PEAK_TERMS = ("params", "grads", "optimizer", "batch", "buckets", "gathered", "fsdp_buffers",
               "forward", "backward", "step")  # fmt: skip
+# FSDP2 runs its all-gathers and reduce-scatters inside record_function scopes named so.
+FSDP_SCOPE = "FSDP::"
 
 
 def peak_terms(
@@ -253,9 +256,11 @@ def peak_terms(
 
     Read right after the step, while the gradients are still set. Storages that existed before
     the step and are none of the named tensors are DDP's buckets (its reducer writes them with
-    `mul(out=)`; nothing else that old is written in a step). The rest is named by the phase
-    that made it: forward's activations and outputs, backward's gradients of activations and
-    FSDP2's unsharded gradients and buffers, the optimizer's temporaries.
+    `mul(out=)`; nothing else that old is written in a step). Those made inside FSDP2's own
+    scopes are its communication buffers (all-gather outputs, reduce-scatter inputs and
+    outputs). The rest is named by the phase that made it: forward's activations and outputs,
+    backward's gradients of activations and FSDP2's unsharded gradients, the optimizer's
+    temporaries.
     """
     peak = trace.peak(PHASES)
     named = {
@@ -268,8 +273,10 @@ def peak_terms(
     terms = dict.fromkeys(PEAK_TERMS, 0)
     for id_, bytes_ in trace.alive_after(peak.index).items():
         term = next((name for name, ids in named.items() if id_ in ids), None)
-        if term is None:
-            term = "buckets" if trace.existed(id_) else trace.born_in(id_)
+        if term is None and trace.existed(id_):
+            term = "buckets"
+        elif term is None:
+            term = "fsdp_buffers" if trace.born_scope(id_) == FSDP_SCOPE else trace.born_in(id_)
         terms[term] += bytes_
     # What forward leaves for backward, read where forward ends, wherever the peak falls.
     timeline = trace.timeline()

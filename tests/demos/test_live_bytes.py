@@ -93,3 +93,18 @@ def test_what_dies_between_ops_leaves_with_its_phase() -> None:
         ("backward", "add", 24),
     ]
     assert y.item() == 9.0
+
+
+def test_storages_born_inside_a_named_record_function_scope_say_so() -> None:
+    x = torch.ones(4)
+    trace = LiveBytesTrace(track=[x], scopes=("FSDP::",))
+    with trace:
+        trace.mark("backward")
+        with torch.profiler.record_function("FSDP::post_backward_reduce (blocks.0)"):
+            buffer = x * 2  # like FSDP2's reduce-scatter input
+        with torch.profiler.record_function("DistributedDataParallel.forward"):
+            other = x + 1  # a scope the trace was not asked about
+        after = x - 1
+    (buffer_id,) = trace.live_ids([buffer])
+    assert trace.born_scope(buffer_id) == "FSDP::"
+    assert [trace.born_scope(i) for i in trace.live_ids([other, after, x])] == [None] * 3

@@ -186,7 +186,7 @@ def test_the_steps_traced_peak_splits_into_named_terms(
             assert terms["forward"] > 0  # the activations backward still needs
             if strategy in ("ddp", "zero1"):  # held since DDP rebuilt them, row 0
                 assert terms["buckets"] == sum(summary[strategy]["buckets"][rank]["sizes"])
-                assert terms["gathered"] == 0
+                assert terms["gathered"] == terms["fsdp_buffers"] == 0
             else:
                 assert terms["buckets"] == 0
                 gathered[strategy] = peak["gathered_after_forward"]
