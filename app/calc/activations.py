@@ -252,6 +252,34 @@ def stage_activations(
     return StageActivations(layers=layers, embedding=embedding, output=output)
 
 
+STATS_BYTES = 4  # LayerNorm's mean and 1/sigma, attention's log-sum-exp: fp32 in torch
+LOSS_VALUES = 2  # the loss, and the weight total nll_loss keeps for its backward (fp32)
+
+
+def torch_forward_extra_bytes(
+    cfg: ModelConfig, setup: ActivationSetup, targets_copied: bool
+) -> int:
+    """What torch keeps at the end of a whole model's forward (one stage, no TP, CP or
+    recompute) that `stage_activations`' per-layer count leaves out, measured to the byte by
+    the ZeRO demo (demos/live_bytes.py):
+
+    - each LayerNorm's mean and 1/sigma per token, fp32: 2 per block and the final one;
+    - attention's log-sum-exp per head and token, fp32, when no score matrix is kept;
+    - the position ids the learned position embedding keeps, int64;
+    - the loss and nll_loss's weight total, one fp32 value each;
+    - cross-entropy's copy of the targets, int64 per token, when they are copied (flattening
+      the shifted slice tokens[:, 1:] copies it unless the batch is one sequence).
+    """
+    _check_setup(cfg, setup)
+    tokens = setup.seq_len * setup.micro_batch
+    norms = 2 * cfg.layers + 1
+    log_sum_exp = cfg.layers * cfg.heads * tokens if setup.flash_attention else 0
+    positions = setup.seq_len if cfg.learned_positions else 0
+    targets = tokens if targets_copied else 0
+    fp32_values = 2 * norms * tokens + log_sum_exp + LOSS_VALUES
+    return STATS_BYTES * fp32_values + TOKEN_ID_BYTES * (positions + targets)
+
+
 def mlp_stack_saved_bytes(
     layers: int,
     tokens: int,

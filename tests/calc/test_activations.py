@@ -13,6 +13,7 @@ from app.calc.activations import (
     in_flight_microbatches,
     layer_activations,
     stage_activations,
+    torch_forward_extra_bytes,
 )
 from app.calc.model import ModelConfig
 
@@ -281,3 +282,25 @@ def test_cp_divides(cfg: ModelConfig, setup: ActivationSetup) -> None:
 @given(st.integers(1, 64), st.integers(1, 256))
 def test_1f1b_never_above_gpipe(pp: int, m: int) -> None:
     assert in_flight_microbatches("1f1b", pp, m) <= in_flight_microbatches("gpipe", pp, m)
+
+
+def test_torch_keeps_beyond_the_per_layer_count_by_hand() -> None:
+    # The ZeRO demo's default TinyGPT: 2 blocks, d = 64, 4 heads, 32 tokens x 4 sequences.
+    cfg = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=4, ffn_hidden=256, vocab=250,
+                      ffn_type="gelu", norm="layernorm", learned_positions=32)  # fmt: skip
+    setup = ActivationSetup(seq_len=32, micro_batch=4, flash_attention=True, dropout=False,
+                            bytes_per_value=4)  # fmt: skip
+    tokens = 128
+    by_hand = (
+        5 * 2 * 4 * tokens  # 5 LayerNorms (2 per block, the final one): mean and 1/sigma
+        + 2 * 4 * tokens * 4  # log-sum-exp: 2 blocks x 4 heads per token, fp32
+        + 32 * 8  # the position ids, int64
+        + 2 * 4  # the loss and nll_loss's weight total
+        + tokens * 8  # the copied targets
+    )
+    assert by_hand == 10_504
+    assert torch_forward_extra_bytes(cfg, setup, targets_copied=True) == by_hand
+    assert torch_forward_extra_bytes(cfg, setup, targets_copied=False) == by_hand - tokens * 8
+    # A score matrix kept instead: no log-sum-exp
+    kept = replace(setup, flash_attention=False)
+    assert torch_forward_extra_bytes(cfg, kept, targets_copied=True) == by_hand - 4_096

@@ -16,6 +16,7 @@ from app.calc.activations import (
     TOKEN_ID_BYTES,
     ActivationSetup,
     stage_activations,
+    torch_forward_extra_bytes,
 )
 from app.calc.comm import Collective, ring_bytes_per_rank
 from app.calc.comm_volume import zero_elements
@@ -127,31 +128,31 @@ class ZeroPrediction:
     def activation_bytes(self) -> int:
         """The training-memory calculator's activations for one rank's batch (app.calc.
         activations: fp32, no dropout, attention that keeps no score matrix, one stage)."""
-        p = self.params
-        setup = ActivationSetup(seq_len=p.seq_len, micro_batch=p.batch, flash_attention=True,
-                                dropout=False, bytes_per_value=FP32_BYTES)  # fmt: skip
-        stage = stage_activations(self.model_config, setup, p.layers, 1, first_stage=True,
+        stage = stage_activations(self.model_config, self._activation_setup,
+                                  self.params.layers, 1, first_stage=True,
                                   last_stage=True)  # fmt: skip
         return int(stage.total)
 
     @property
     def forward_kept_bytes(self) -> int:
         """What torch keeps at the end of this model's forward: the calculator's count, plus
-        the tensors its per-layer formula leaves out, less the token ids (the batch here)."""
+        what its per-layer formula leaves out (app.calc.activations), less the token ids,
+        which this page counts as the batch."""
         p = self.params
-        tokens = p.batch * p.seq_len
-        norms = 2 * p.layers + 1
-        # tokens[:, 1:] of one sequence is contiguous, so flattening it copies nothing
-        target_copy = TOKEN_ID_BYTES * tokens if p.batch > 1 else 0
         return (
             self.activation_bytes
-            - TOKEN_ID_BYTES * tokens  # the calculator's embedding input: counted as the batch
-            + target_copy  # its targets, copied when the shifted slice is not contiguous
-            + norms * 2 * FP32_BYTES * tokens  # each LayerNorm's mean and 1/sigma per token
-            + p.layers * HEADS * tokens * FP32_BYTES  # attention's log-sum-exp per head, token
-            + TOKEN_ID_BYTES * p.seq_len  # the position ids the position embedding keeps
-            + 2 * FP32_BYTES  # the loss, and the weight total nll_loss keeps for backward
+            - TOKEN_ID_BYTES * p.batch * p.seq_len
+            + torch_forward_extra_bytes(
+                self.model_config, self._activation_setup, targets_copied=p.batch > 1
+            )
         )
+
+    @property
+    def _activation_setup(self) -> ActivationSetup:
+        """One rank's batch as the demo runs it: fp32, no dropout, no score matrix kept."""
+        p = self.params
+        return ActivationSetup(seq_len=p.seq_len, micro_batch=p.batch, flash_attention=True,
+                               dropout=False, bytes_per_value=FP32_BYTES)  # fmt: skip
 
     def paper(self, strategy: str) -> ModelStates:
         """The ZeRO paper's model states per rank, Psi split evenly (fp32 Adam: 4 + 4 + 8)."""
