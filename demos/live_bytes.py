@@ -41,6 +41,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from demos.probes import local_shard
+
 
 @dataclass
 class _Op:
@@ -83,7 +85,7 @@ class LiveBytesTrace(TorchDispatchMode):
         # keep one Python identity from enter to exit, so the stack is the only key).
         self._open_scopes: list[str] = []
         self._scope_of: dict[int, str] = {}  # storage id -> the prefix it was born inside
-        self._excluded = {_local(tensor).untyped_storage()._cdata for tensor in exclude}
+        self._excluded = {local_shard(tensor).untyped_storage()._cdata for tensor in exclude}
         self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # StorageImpl address -> id
         self._bytes: list[int] = []  # by id, at birth; an address can be reused once freed
         self._labels: list[str] = []  # by id, the phase it was born in ("start": before)
@@ -91,11 +93,11 @@ class LiveBytesTrace(TorchDispatchMode):
         self._label = "start"
         start = _Op(self._label, "track")
         for tensor in track:
-            self._see(_local(tensor).untyped_storage(), start)
+            self._see(local_shard(tensor).untyped_storage(), start)
         # Held, not weakly referenced: the code that resizes them keeps them anyway.
         self._resizable: list[tuple[int, torch.UntypedStorage]] = []
         for tensor in resizable:
-            storage = _local(tensor).untyped_storage()
+            storage = local_shard(tensor).untyped_storage()
             if storage._cdata not in self._live:
                 self._see(storage, start)
                 self._resizable.append((len(self._bytes) - 1, storage))
@@ -138,7 +140,7 @@ class LiveBytesTrace(TorchDispatchMode):
         start = self._ops[0]
         for value in tree_leaves(out):
             if isinstance(value, torch.Tensor):
-                storage = _local(value).untyped_storage()
+                storage = local_shard(value).untyped_storage()
                 existed = storage._cdata in written and storage._cdata not in self._live
                 self._see(storage, start if existed else op)
         self._ops.append(op)
@@ -176,7 +178,7 @@ class LiveBytesTrace(TorchDispatchMode):
 
     def live_ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
         """The ids of the traced storages that `tensors` live in (to leave them out later)."""
-        addresses = {_local(tensor).untyped_storage()._cdata for tensor in tensors}
+        addresses = {local_shard(tensor).untyped_storage()._cdata for tensor in tensors}
         return {id_ for address, (id_, _) in self._live.items() if address in addresses}
 
     def timeline(self, leave_out: set[int] = frozenset()) -> list[tuple[str, str, int]]:
@@ -231,13 +233,8 @@ def _written_storages(func: Any, args: tuple, kwargs: dict[str, Any]) -> set[int
             args[index])  # fmt: skip
         for tensor in tree_leaves(value):
             if isinstance(tensor, torch.Tensor):
-                written.add(_local(tensor).untyped_storage()._cdata)
+                written.add(local_shard(tensor).untyped_storage()._cdata)
     return written
-
-
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    """A DTensor's shard on this rank (its storage is the shard's); any other tensor as is."""
-    return getattr(tensor, "_local_tensor", tensor)
 
 
 @dataclass

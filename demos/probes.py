@@ -346,10 +346,13 @@ def count_then_time(
 # ---------------------------------------------------------------- model-state memory
 
 
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    """A DTensor's shard on this rank; any other tensor as it is."""
-    to_local = getattr(tensor, "to_local", None)
-    return to_local() if callable(to_local) else tensor
+def local_shard(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's shard on this rank, which holds its storage; any other tensor as it is.
+
+    The attribute, not `to_local()`: that is an autograd op, and demos.live_bytes calls this
+    inside a dispatch mode, on every op's outputs.
+    """
+    return getattr(tensor, "_local_tensor", tensor)
 
 
 def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
@@ -361,7 +364,7 @@ def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     seen: set[int] = set()
     total = 0
     for tensor in tensors:
-        storage = _local(tensor).untyped_storage()
+        storage = local_shard(tensor).untyped_storage()
         if storage.nbytes() and storage.data_ptr() not in seen:
             seen.add(storage.data_ptr())
             total += storage.nbytes()
