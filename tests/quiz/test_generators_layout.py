@@ -3,12 +3,14 @@ reason it states (checked again against app.calc.planner, not against the genera
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fastapi.testclient import TestClient
 
 from app.calc.planner import violations, why_not
 from app.quiz.generators import GENERATORS
-from app.quiz.generators.layout import MIN_SLOWDOWN, layout_options
+from app.quiz.generators.layout import MIN_SLOWDOWN, layout_options, layout_words
 from app.quiz.layouts import SCENARIOS, layout_text, scenario_plan
 from tests.quiz.generated_items import all_inputs, generated_items
 from tests.utils import register
@@ -95,10 +97,6 @@ def test_the_quiz_page_offers_the_layouts_and_explains_each(client: TestClient) 
 def test_a_rule_breaker_with_both_shardings_shows_both() -> None:
     # The distractor "distributed optimizer with ZeRO-1" once read as a plain distributed
     # optimizer, a valid layout as fast as the answer: the item then had two right answers.
-    from dataclasses import replace
-
-    from app.quiz.generators.layout import layout_words
-
     best = scenario_plan(2).best
     assert best is not None
     both = replace(best.layout, zero_stage=1, distributed_optimizer=True)
