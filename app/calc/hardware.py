@@ -157,28 +157,31 @@ ACCELERATORS: dict[str, Accelerator] = {
             slug="b200",
             name="NVIDIA B200 (HGX, 1000 W)",
             peak_flops={
-                "fp32": 80 * T,
+                "fp32": 75 * T,
                 "tf32": 1100 * T,
                 "bf16": 2250 * T,
                 "fp8": 4500 * T,
                 "int8": 4500 * T,
             },
-            hbm_bytes_per_s=8.0e12,
+            hbm_bytes_per_s=7.7e12,
             memory_bytes=180e9,
             interconnect="NVLink 5 (18 links)",
             interconnect_bytes_per_s=1.8e12,
             source=(
-                "NVIDIA HGX B200 datasheet (nvidia.com/en-us/data-center/hgx/), 8 GPUs: "
-                "FP16/BF16 36 PFLOPS*, FP8 72 PFLOPS*, TF32 18 PFLOPS* (*with sparsity), "
-                "1,440 GB HBM3e, NVLink 1.8 TB/s per GPU; per GPU = /8, dense = half"
+                "NVIDIA's GB200 NVL72 / HGX B200 specification table, HGX B200 column, per GPU: "
+                "FP8/FP6 9 PFLOPS*, FP16/BF16 4.5 PFLOPS*, TF32 2.2 PFLOPS* (*with sparsity), "
+                "FP32 75 TFLOPS, FP64 37 TFLOPS, 180 GB HBM3e at 7.7 TB/s, NVLink 1.8 TB/s; "
+                "dense = half the sparse figures. All from one table: the launch figures "
+                "(FP32 80 TFLOPS, 8 TB/s, and DGX B200's 64 TB/s for 8 GPUs) were for the "
+                "first announced part"
             ),
             verified=(
-                "NOT checked against NVIDIA's own datasheet (not in the searchable copies). "
-                "Secondary copies agree: glennklockwood.com (HGX B200, 1000 W: FP32 80, TF32 "
-                "1100, BF16 2250, FP8 4500 TFLOPS dense, 8 TB/s), stas00/ml-engineering (2250 / "
-                "4500, 8.0 TB/s); MLPerf Inference v6.0 system files name 'B200-SXM-180GB'. "
-                "Bandwidth is uncertain: pytorch/ao PR #4002 reads a 7680-bit bus at 3996 MHz "
-                "from the driver, 7.67 TB/s, matching NVIDIA's other quote of 7.7 TB/s"
+                "NOT read on NVIDIA's own page (not in the searchable copies): the table was "
+                "read in two copies, one citing NVIDIA's Blackwell datasheet PDF (page 8), "
+                "both giving 180 GB and 7.7 TB/s for HGX B200. pytorch/ao PR #4002 reads a "
+                "7680-bit bus at 3996 MHz from the driver: 7.67 TB/s. MLPerf Inference v6.0 "
+                "system files name 'B200-SXM-180GB'. Older secondary copies (glennklockwood.com, "
+                "stas00/ml-engineering) give the launch figures, FP32 80 and 8 TB/s"
             ),
         ),
         Accelerator(

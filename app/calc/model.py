@@ -256,6 +256,12 @@ PRESETS: dict[str, ModelConfig] = {
 }
 
 _HF_COUNT = "Hugging Face {repo}: model.num_parameters() (safetensors total)"
+# Llama 2's checkpoints also store each layer's rotary inv_freq buffer (head_dim / 2 = 64
+# values), so their safetensors totals are layers x 64 above the parameters.
+_HF_LLAMA2 = (
+    "Hugging Face {repo}: model.num_parameters(); the safetensors total is {layers} x 64 more "
+    "(each layer's rotary inv_freq buffer, stored in the checkpoint)"
+)
 
 # slug -> (published parameter count, where it is published).
 PUBLISHED_PARAMS: dict[str, tuple[int | float, str]] = {
@@ -265,9 +271,9 @@ PUBLISHED_PARAMS: dict[str, tuple[int | float, str]] = {
         "Table 2.1 (n_params 175.0B)",
     ),
     "gpt2-xl": (1_557_611_200, _HF_COUNT.format(repo="openai-community/gpt2-xl")),
-    "llama2-7b": (6_738_415_616, _HF_COUNT.format(repo="meta-llama/Llama-2-7b-hf")),
-    "llama2-13b": (13_015_864_320, _HF_COUNT.format(repo="meta-llama/Llama-2-13b-hf")),
-    "llama2-70b": (68_976_648_192, _HF_COUNT.format(repo="meta-llama/Llama-2-70b-hf")),
+    "llama2-7b": (6_738_415_616, _HF_LLAMA2.format(repo="meta-llama/Llama-2-7b-hf", layers=32)),
+    "llama2-13b": (13_015_864_320, _HF_LLAMA2.format(repo="meta-llama/Llama-2-13b-hf", layers=40)),
+    "llama2-70b": (68_976_648_192, _HF_LLAMA2.format(repo="meta-llama/Llama-2-70b-hf", layers=80)),
     "llama3-8b": (8_030_261_248, _HF_COUNT.format(repo="meta-llama/Meta-Llama-3-8B")),
     "llama3-70b": (70_553_706_496, _HF_COUNT.format(repo="meta-llama/Meta-Llama-3-70B")),
     "llama3-405b": (405_853_388_800, _HF_COUNT.format(repo="meta-llama/Llama-3.1-405B")),

@@ -122,7 +122,9 @@ _DEEPSEEK_V3 = ModelConfig(
 # Jean Zay: 4 Omni-Path 100 Gb/s NICs per 8 GPUs = 6.25 GB/s per GPU.
 OMNI_PATH_JEAN_ZAY = Link("opa", "4 x Omni-Path 100 Gb/s per node", 4 * 12.5e9 / 8, 14e-6,
                           "inter-node", "Jean Zay: 4 x 100 Gb/s per 8 GPUs")  # fmt: skip
-# H800 = H100 compute with NVLink 400 GB/s (200 each way) (arXiv:2412.19437).
+# H800 = H100 compute with NVLink 400 GB/s (200 each way): DeepSeek's hardware paper,
+# arXiv:2505.09343 ('reduced from 900 GB/s to 400 GB/s'); the V3 report, arXiv:2412.19437,
+# gives only the achieved 160 GB/s.
 H800 = replace(ACCELERATORS["h100-sxm"], slug="h800", name="NVIDIA H800")
 NVLINK_H800 = replace(LINKS["nvlink4"], slug="nvlink-h800", name="NVLink (H800)",
                       bandwidth_bytes_per_s=200e9)  # fmt: skip
@@ -170,8 +172,9 @@ RUNS: dict[str, PublishedRun] = {
             source=(
                 "BigScience BLOOM, arXiv:2211.05100, Section 3.4: 384 A100 80GB in 48 nodes, "
                 "TP=4, PP=12, DP=8, ZeRO-1, micro-batch 2, global batch 2048 x 2048 tokens, "
-                "~150 TFLOP/s per GPU with activation checkpointing; Jean Zay: 4 Omni-Path "
-                "100 Gb/s NICs per 8 GPUs"
+                "activation checkpointing; Jean Zay: 4 Omni-Path 100 Gb/s NICs per 8 GPUs. "
+                "~150 TFLOP/s per GPU: the bigscience/bloom model card ('about 150 TFLOPs per "
+                "GPU'); the paper gives 156 TFLOPs for its fastest configuration"
             ),
             model=_BLOOM,
             cluster=replace(
@@ -246,9 +249,10 @@ RUNS: dict[str, PublishedRun] = {
             title="DeepSeek-V3, 2,048 H800s",
             source=(
                 "DeepSeek-AI 2024, arXiv:2412.19437, Section 3.2 (2048 H800s, PP 16, EP 64 "
-                "over 8 nodes, ZeRO-1 DP, no TP, DualPipe; 8 x 400 Gb/s IB per node), "
+                "over 8 nodes, ZeRO-1 DP, no TP, DualPipe; IB 50 GB/s per GPU), "
                 "Section 1 (180K H800 GPU-hours per trillion tokens = 1e12 / (180e3 * 3600) "
-                "= 1543 tokens/s per GPU) and Section 4.2 (shape; seq 4096, batch 15360)"
+                "= 1543 tokens/s per GPU) and Section 4.2 (shape; seq 4096, batch 15360); "
+                "eight 400G InfiniBand CX7 NICs per node and NVLink 400 GB/s: arXiv:2505.09343"
             ),
             model=_DEEPSEEK_V3,
             cluster=Cluster(
