@@ -125,7 +125,9 @@ def calculator_example(router_module: str, name: str) -> Callable[[str], str]:
         fragment = templates.get_template(f"calculators/_{name}_result.html").render(
             {**context, "request": request}
         )
-        link = context["share_url"]
+        # Escaped: a bare "&micro_batch" in an attribute is the character reference µ to a
+        # browser, which then asks for "seq_len=4096µ_batch=1".
+        link = escape(context["share_url"])
         label = escape(gettext("Open these numbers in the calculator →"))
         return f'<div class="worked-example">{fragment}<p><a href="{link}">{label}</a></p></div>\n'
 
