@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from app.errors import is_htmx
 from app.forms import parse_form, query_inputs
 from app.i18n import N_, gettext, say
+from app.language import request_language
 from app.live.demo_page import DemoPage
 from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
@@ -172,6 +173,13 @@ class RunView:
         return _html_event(self.request, "demos/_downloads.html", run_id=self.run_id, oob=True)
 
 
+def _card_links(request: Request, page: DemoPage) -> list[tuple[str, str]]:
+    """(id, title in the page's language) of the cards a demo page points to."""
+    cards, lang = request.app.state.cards, request_language(request)
+    found = [cards.edition(card_id, lang) or cards.get(card_id) for card_id in page.cards]
+    return [(card.meta.id, card.meta.title) for card in found if card is not None]
+
+
 def _page_of(demo: str) -> DemoPage | None:
     return next((page for page in DEMO_PAGES.values() if page.demo == demo), None)
 
@@ -195,6 +203,7 @@ def recorded_run(
         "page": page,
         "params": params,
         "errors": [],
+        "card_links": _card_links(request, page),
         "run": run,
         "prediction": page.predict(params, int(run.world_size or 1)),
         "world_size": run.world_size,
@@ -256,7 +265,12 @@ def add_demo_routes(page: DemoPage) -> None:
         return templates.TemplateResponse(
             request,
             f"demos/{page.demo}.html",
-            {"page": page, "params": params or page.params(), "errors": []},
+            {
+                "page": page,
+                "params": params or page.params(),
+                "errors": [],
+                "card_links": _card_links(request, page),
+            },
         )
 
     async def run_panel(request: Request) -> HTMLResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape
 
 import pytest
 from fastapi.testclient import TestClient
@@ -103,6 +104,16 @@ def test_card_page_renders_with_links_and_a_diagram(client: TestClient) -> None:
     assert 'href="/demos/all-reduce"' in page.text
     assert '<pre class="mermaid">' in page.text
     assert re.search(r'<script src="/static/vendor/mermaid-[\d.]+/mermaid.min.js"', page.text)
+
+
+def test_a_demo_page_links_its_cards_by_title_in_the_readers_language(client: TestClient) -> None:
+    cards = client.app.state.cards
+    for lang in ("en", "zh"):
+        page = client.get("/demos/all-reduce", params={"lang": lang}).text
+        for card_id in ("ring-all-reduce", "dp-vs-ddp"):
+            title = (cards.edition(card_id, lang) or cards.get(card_id)).meta.title
+            assert f'<a href="/cards/{card_id}">{escape(title)}</a>' in page, (lang, card_id)
+            assert f'<a href="/cards/{card_id}">{card_id}</a>' not in page
 
 
 def test_mermaid_is_loaded_only_where_there_is_a_diagram(client: TestClient) -> None:
