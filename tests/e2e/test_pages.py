@@ -98,3 +98,19 @@ def test_pages_fit_a_phone_screen(page: Page, path: str) -> None:
     # Wide tables and formulas scroll inside their own boxes; the page itself never does.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     expect(page.locator("header.site nav a", has_text="Progress")).to_be_in_viewport()
+
+
+@pytest.mark.parametrize(
+    ("path", "chart"),
+    [("/calculators/roofline", "#roofline-chart"), ("/calculators/training-memory", ".uplot"),
+     ("/calculators/planner", ".uplot")],
+)  # fmt: skip
+def test_charts_follow_the_window_when_it_narrows(page: Page, path: str, chart: str) -> None:
+    # Drawn at 1280 px, then the phone is turned upright: the chart must shrink with its box.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(path)
+    expect(page.locator(f"{chart} canvas").first).to_be_visible()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("document.documentElement.scrollWidth <= 390", timeout=5000)
+    width = page.locator(f"{chart} canvas").first.evaluate("c => c.getBoundingClientRect().width")
+    assert width <= 390
