@@ -67,7 +67,8 @@ def _fragment_or_page(
 
 def refusal(request: Request, message: str, status: int) -> Response:
     """A refused request (CSRF, rate limit) in words: a fragment for htmx, a page otherwise."""
-    return _fragment_or_page(request, "refused.html", status, {"message": message})
+    said = translate(message)  # marked with N_() or a Message: in the reader's language
+    return _fragment_or_page(request, "refused.html", status, {"message": said})
 
 
 def _error_page(

@@ -11,7 +11,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 
 from app.calc.messages import Message, words_of
-from app.i18n import N_, gettext, say, translate
+from app.i18n import N_, gettext, ngettext, say, translate
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -49,6 +49,18 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
             text = gettext("must be a whole number") if whole else gettext("must be a number")
         elif kind == "missing":
             text = gettext("is required")
+        elif kind == "string_too_short":
+            n = ctx["min_length"]
+            text = ngettext(
+                "must be at least %(n)s character", "must be at least %(n)s characters", n
+            ) % {"n": n}
+        elif kind == "string_too_long":
+            n = ctx["max_length"]
+            text = ngettext(
+                "must be at most %(n)s character", "must be at most %(n)s characters", n
+            ) % {"n": n}
+        elif kind == "string_pattern_mismatch":
+            text = gettext("must match the pattern %(pattern)s") % {"pattern": ctx["pattern"]}
         elif kind == "value_error" and not error["loc"]:
             # A rule across fields (a model validator): its own words are the message.
             messages.append(say(words))

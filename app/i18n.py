@@ -104,6 +104,23 @@ def translate(message: object) -> object:
     return translated
 
 
+def translate_source(text: object) -> object:
+    """A source column's text: citations, which stay as they are, and between them (after
+    "; ") a few words of app.calc's own, marked with N_() in app/calculators/labels.py and
+    said in the reader's language. Each part is translated alone (`translate`, which keeps a
+    citation in brackets after a marked phrase); a "; " inside brackets does not split."""
+    if not isinstance(text, str) or isinstance(text, Markup):
+        return translate(text)
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and text.startswith("; ", i):
+            parts.append(text[start:i])
+            start = i + 2
+    parts.append(text[start:])
+    return "; ".join(str(translate(part)) for part in parts)
+
+
 def say(text: str) -> str:
     """Words app.calc put together at run time in the request's language: a Message (a refused
     form, a refused layout) from its translated template and values; other text as it is."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from fastapi import Depends, Request
 
+from app.calc.messages import N_, Message
+
 _UNITS_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)?\s*(second|minute|hour|day)s?\s*$")
 
@@ -102,10 +104,19 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def wait_message(retry_after_s: float, what: str) -> str:
+def wait_message(retry_after_s: float, what: str) -> Message:
+    """In English, and said again in the reader's language by the page (`what` is marked with
+    N_() where it is named)."""
     seconds = max(1, math.ceil(retry_after_s))
-    when = f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
-    return f"Too many {what} from here: please wait {when} and try again."
+    if seconds < 120:
+        when = Message(N_("%(n)s seconds"), n=seconds)
+    else:
+        when = Message(N_("%(n)s minutes"), n=math.ceil(seconds / 60))
+    return Message(
+        N_("Too many %(what)s from here: please wait %(when)s and try again."),
+        what=Message(what),
+        when=when,
+    )
 
 
 def limit_per_user_and_address(
@@ -134,8 +145,8 @@ def limit_per_user_and_address(
 # A demo launch counts when its stream starts with valid parameters (count_demo_launch); the
 # run panel before it only checks, so one click counts once and a refusal shows in the page
 # before any stream opens.
-count_demo_launch = limit_per_user_and_address("demo", "demo launches")
-DemoLaunchCheck = Depends(limit_per_user_and_address("demo", "demo launches", record=False))
+count_demo_launch = limit_per_user_and_address("demo", N_("demo launches"))
+DemoLaunchCheck = Depends(limit_per_user_and_address("demo", N_("demo launches"), record=False))
 
 
 def limits_for(login: str, register: str, demo: str) -> dict[str, SlidingWindow]:

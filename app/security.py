@@ -12,6 +12,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.accounts.models import User
+from app.calc.messages import N_
 from app.db import SessionDep
 
 password_hash = PasswordHash.recommended()  # argon2id
@@ -69,7 +70,7 @@ def csrf_token(request: Request) -> str:
 class CsrfRefused(Exception):
     """A state-changing request without this session's token; the app answers 403."""
 
-    message = (
+    message = N_(
         "This form has expired or did not come from this site (its security token is missing "
         "or wrong). Reload the page and try again."
     )
@@ -121,7 +122,7 @@ CurrentUser = Annotated[User, Depends(current_user)]
 
 def admin_user(user: CurrentUser) -> User:
     if not user.is_admin:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "admins only")
+        raise HTTPException(status.HTTP_403_FORBIDDEN, N_("admins only"))
     return user
 
 

@@ -10,7 +10,16 @@ from app import formatting
 from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
-from app.i18n import HTML_LANG, N_, current_language, gettext, ngettext, say, translate
+from app.i18n import (
+    HTML_LANG,
+    N_,
+    current_language,
+    gettext,
+    ngettext,
+    say,
+    translate,
+    translate_source,
+)
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
 
@@ -65,6 +74,8 @@ templates.env.filters.update(
     t=translate,
     # {{ message|say }}: words app.calc or a demo's spec put together (app.calc.messages).
     say=say,
+    # {{ term.source|sources }}: citations as they are, app.calc's own words between them.
+    sources=translate_source,
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,

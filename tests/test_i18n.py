@@ -3,6 +3,7 @@ language a page is shown in (?lang=, the user's setting, the cookie, Accept-Lang
 
 from __future__ import annotations
 
+import random
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -628,3 +629,172 @@ def test_the_pipeline_messages_stay_english_outside_a_chinese_page(
     )
     page = client.get("/calculators/pipeline", params={**query, "lang": "en"}).text
     assert f"Interleaved 1F1B: {INTERLEAVED_NEEDS_GROUPS}." in page
+
+
+# What Python puts on a Chinese page (a card's title, an error, a quiz item's kind and unit, a
+# calculator's words inside a card): in Chinese, each where the browser walk-through found it
+# in English.
+
+
+def _between(page: str, start: str, end: str) -> str:
+    """The text after `start`, up to `end`."""
+    at = page.index(start) + len(start)
+    return page[at : page.index(end, at)]
+
+
+def test_progress_and_the_topic_picker_name_topics_by_their_chinese_titles(
+    client: TestClient,
+) -> None:
+    register(client, "lin")
+    library = client.app.state.cards  # type: ignore[attr-defined]
+    table = _between(client.get("/progress", params={"lang": "zh"}).text, 'id="topics"', "</table>")
+    picker = _between(
+        client.get("/quiz", params={"lang": "zh"}).text, '<select name="topic"', "</select>"
+    )
+    rows = 0
+    for card in library.all():
+        chinese = library.edition(card.meta.id, "zh").meta.title
+        if f'data-card="{card.meta.id}"' in table:
+            rows += 1
+            assert f">{escape(chinese)}</a>" in table
+            assert f">{escape(card.meta.title)}</a>" not in table
+            assert f'value="{card.meta.id}">{escape(chinese)}</option>' in picker
+    assert rows == len(library.all()) == 36
+    english = client.get("/progress", params={"lang": "en"}).text
+    assert f">{escape(library.all()[0].meta.title)}</a>" in english
+
+
+def test_account_errors_and_a_missing_card_in_chinese(client: TestClient) -> None:
+    def post(path: str, username: str, password: str) -> str:
+        form = {"username": username, "password": password, "csrf_token": csrf_token(client)}
+        return client.post(path, data=form, params={"lang": "zh"}).text
+
+    wrong = post("/login", "nobody", "not the password")
+    assert _zh("Wrong username or password") in wrong and "Wrong username" not in wrong
+    register(client, "ada")
+    client.post("/logout", data={"csrf_token": csrf_token(client)})
+    taken = post("/register", "ada", "correct horse")
+    assert _zh("Username: already taken, pick another") in taken and "already taken" not in taken
+    short = post("/register", "x", "correct horse")
+    assert "string should" not in short and "至少要 3 个字符" in short
+    html = {"Accept": "text/html"}
+    missing = client.get("/cards/nope", params={"lang": "zh"}, headers=html)
+    assert missing.status_code == 404 and "No card called" not in missing.text
+    assert _zh("no card called '%(card)s'") % {"card": "nope"} in missing.text
+    english = client.get("/cards/nope", params={"lang": "en"}, headers=html).text
+    assert "No card called &#39;nope&#39;" in english
+
+
+def test_a_quiz_in_chinese_says_ratings_kinds_labels_and_tolerances_in_chinese(
+    client: TestClient,
+) -> None:
+    from app.quiz.bank import FlashcardItem, GeneratedItem, NumericItem, SingleChoiceItem
+
+    register(client, "mei")
+    token = csrf_token(client)
+
+    def answer(item_id: str, **fields: str) -> str:
+        form = {"item_id": item_id, "shown_at": "0", "hinted": "0", "mode": "practice",
+                "csrf_token": token, **fields}  # fmt: skip
+        return client.post("/quiz/answer", data=form, params={"lang": "zh"}).text
+
+    def verdict(page: str) -> str:
+        return _between(page, '<p class="verdict">', "</p>")
+
+    rated = verdict(answer("common-myths-gpipe-bubble", rating="3"))
+    assert _zh("Rated %(rating)s.") % {"rating": _zh("Good")} in rated and "Good" not in rated
+    assert "UTC</time>。" in rated  # Chinese punctuation around the next review
+    counted = verdict(answer("common-myths-zero2-accumulation", answer="9"))
+    assert "（允许误差 ±0.5）。" in counted and "accepted" not in counted
+    inputs = {"in_model": "0", "in_dp": "8", "in_zero_stage": "0", "in_recipe": "0",
+              "in_optimizer": "0", "answer": "100"}  # fmt: skip
+    worked = answer("memory-anatomy-model-states-unsharded", **inputs)
+    assert "（允许误差 ±2 %）。" in verdict(worked)
+    for label in ("Weights", "Gradients", "Master weights", "Optimizer states"):
+        assert rf"\text{{{_zh(label)}}}:" in worked and rf"\text{{{label}}}" not in worked
+    refused = answer("common-myths-zero2-accumulation", answer="abc")
+    assert _zh("type a number, e.g. 16.6 or 1.5e9") in refused and "type a number" not in refused
+    progress = client.get("/progress", params={"lang": "zh"}).text
+    recent = _between(progress, 'id="attempts"', "</table>")  # a flashcard's answer: its rating
+    assert f">{_zh('Good')}</td>" in recent and ">Good</td>" not in recent
+    status = _between(client.get("/quiz", params={"lang": "zh"}).text, "status-line", "</p>")
+    kinds = (SingleChoiceItem, FlashcardItem, NumericItem, GeneratedItem)
+    assert any(f"· {_zh(kind.kind_label)} ·" in status for kind in kinds)
+    assert not re.search(r"· (single|multiple|numeric|generated|flashcard) ·", status)
+
+
+def test_an_answers_unit_is_said_in_the_readers_language_or_not_at_all(client: TestClient) -> None:
+    """A count has no unit: the label is not "你的答案（单位：）" (the ZeRO-2 item of /mock)."""
+    from app.quiz.service import draw_question
+
+    bank = client.app.state.quiz  # type: ignore[attr-defined]
+
+    def label(item_id: str, lang: str) -> str:
+        question = draw_question(bank.in_language(bank.get(item_id), lang), random.Random(0))
+        fields = _render("quiz/_answer_fields.html", lang, question=question, shown_at=0)
+        return " ".join(_between(fields, "<label>", "<input").split())
+
+    assert bank.get("common-myths-zero2-accumulation").unit == ""
+    assert label("common-myths-zero2-accumulation", "zh") == _zh("Your answer")
+    assert label("common-myths-zero2-accumulation", "en") == "Your answer"
+    assert bank.get("training-time-mfu-days").unit == "days"
+    unit = _zh("Your answer, in %(unit)s") % {"unit": _zh("days")}
+    assert label("training-time-mfu-days", "zh") == unit == "你的答案（单位：天）"
+    assert label("training-time-mfu-days", "en") == "Your answer, in days"
+
+
+def test_calculator_pages_in_chinese_have_no_english_words_of_their_own(client: TestClient) -> None:
+    def page(name: str, **inputs: str) -> str:
+        return client.get(f"/calculators/{name}", params={**inputs, "lang": "zh"}).text
+
+    failures = page("failures", units="20")  # a job MTBF over two days: said in days
+    assert not re.search(r"\d days", failures) and re.search(
+        r"id=\"job-mtbf\">[\d.,]+ 天<", failures
+    )
+    english = client.get("/calculators/failures", params={"units": "20", "lang": "en"}).text
+    assert re.search(r"id=\"job-mtbf\">[\d.,]+ days<", english)
+    memory = page("memory")
+    assert "<th>Stage</th>" not in memory and f"<th>{_zh('Stage')}</th>" in memory
+    planner = page("planner")
+    assert "Micro-batch b" not in planner and _zh("Micro-batch b") in planner
+    training = page("training-memory")
+    assert ">Selective</option>" not in training and f">{_zh('Selective')}</option>" in training
+
+
+def test_chinese_cards_say_the_calculators_words_in_chinese(client: TestClient) -> None:
+    layout = client.get("/cards/choosing-a-parallel-layout", params={"lang": "zh"}).text
+    why_not = _between(layout, 'class="planner-why-not"', "</ul>")
+    for english in ("the best step time", "the largest gap", "not a valid layout", "</code>: "):
+        assert english not in why_not
+    assert "</code>：" in why_not
+    assert _zh("not a valid layout (%(reasons)s)").split("%")[0] in why_not
+    terms = _between(layout, 'class="planner-terms"', "</table>")
+    assert _zh("Exposed TP communication") in terms and "exposed_tp" not in terms
+    english = client.get("/cards/choosing-a-parallel-layout", params={"lang": "en"}).text
+    assert "the best step time" in english and '<th class="num">Pipeline bubble</th>' in english
+    mixed = client.get("/cards/mixed-precision", params={"lang": "zh"}).text
+    assert "the weights are already fp32" not in mixed
+    assert _zh("none: the weights are already fp32") in mixed
+    for card in ("adam-bytes-per-parameter", "scaling-walls"):
+        page = client.get(f"/cards/{card}", params={"lang": "zh"}).text
+        assert "No data-parallel peers" not in page
+        assert _zh("No data-parallel peers: no gradient buckets or gathers") in page
+
+
+def test_a_source_is_said_part_by_part_and_its_citations_kept() -> None:
+    from app.i18n import _language, translate_source
+
+    words = "with optimizer offload the gradient shard lives in CPU memory"
+    citation = (
+        "(Ren et al., ZeRO-Offload, arXiv:2101.06840, Section 4; "
+        "DeepSpeed estimate_zero2_model_states_mem_needs)"
+    )
+    zero = "Rajbhandari et al., ZeRO, Section 5.1 (stage 2 shards)"
+    source = f"fp32 gradients (4 B); {zero}; {words} {citation}"
+    token = _language.set("zh")
+    try:
+        said = translate_source(source)
+    finally:
+        _language.reset(token)
+    assert said == f"{_zh('fp32 gradients (4 B)')}; {zero}; {_zh(words)} {citation}"
+    assert translate_source(source) == source  # English outside a Chinese request

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlmodel import Session, col, select, update
 
 from app.accounts.models import Invite, InviteUse, User, utc_now
+from app.calc.messages import N_, Message
 
 MAX_DAYS = 90
 MAX_USES = 100
@@ -71,25 +72,34 @@ def invite_status(invite: Invite, now: datetime | None = None) -> str:
     return ACTIVE
 
 
-def _status_problem(invite: Invite) -> str | None:
+# The form's words are Messages: English here, said again in the reader's language by the page.
+def _status_problem(invite: Invite) -> Message | None:
     status = invite_status(invite)
     if status == REVOKED:
-        return "Invite code: withdrawn by the admin; ask them for a new one"
+        return Message(N_("Invite code: withdrawn by the admin; ask them for a new one"))
     if status == USED_UP:
-        accounts = "1 account" if invite.max_uses == 1 else f"{invite.max_uses} accounts"
-        return f"Invite code: used up (it was good for {accounts}); ask the admin for a new one"
+        if invite.max_uses == 1:
+            accounts = Message(N_("1 account"))
+        else:
+            accounts = Message(N_("%(n)s accounts"), n=invite.max_uses)
+        return Message(
+            N_("Invite code: used up (it was good for %(accounts)s); ask the admin for a new one"),
+            accounts=accounts,
+        )
     if status == EXPIRED:
-        return "Invite code: expired; ask the admin for a new one"
+        return Message(N_("Invite code: expired; ask the admin for a new one"))
     return None
 
 
-def invite_problem(session: Session, code: str) -> str | None:
+def invite_problem(session: Session, code: str) -> Message | None:
     """None for a code that can make an account now; otherwise what is wrong, for the form."""
     if not code.strip():
-        return "Invite code: this server admits new accounts by invitation; paste your code"
+        return Message(
+            N_("Invite code: this server admits new accounts by invitation; paste your code")
+        )
     invite = find_invite(session, code)
     if invite is None:
-        return "Invite code: not valid here; check you copied all of it"
+        return Message(N_("Invite code: not valid here; check you copied all of it"))
     return _status_problem(invite)
 
 
@@ -116,7 +126,8 @@ def redeem_invite(session: Session, code: str, user: User) -> None:
     ).first()
     if spent is None:
         problem = invite_problem(session, code)
-        raise InviteRefused(problem or "Invite code: used up; ask the admin for a new one")
+        used_up = Message(N_("Invite code: used up; ask the admin for a new one"))
+        raise InviteRefused(problem or used_up)
     session.add(InviteUse(invite_id=spent.id, user_id=user.id))
     session.flush()
 

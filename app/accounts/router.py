@@ -14,9 +14,11 @@ from app.accounts.invites import InviteRefused, invite_problem
 from app.accounts.models import User
 from app.accounts.schemas import LABELS, Credentials
 from app.accounts.service import UsernameTaken, create_account
+from app.calc.messages import words_of
 from app.config import Settings
 from app.db import SessionDep
 from app.forms import parse_form
+from app.i18n import N_, translate
 from app.language import LANG_CHOICES
 from app.ratelimit import SlidingWindow, client_address, wait_message
 from app.security import CurrentUser, log_in, log_out, verify_password
@@ -55,7 +57,8 @@ def _form(
         request,
         f"accounts/{page}.html",
         {
-            "errors": errors,
+            # Marked with N_() or Messages where they are written: said in the reader's language.
+            "errors": [translate(e) for e in errors],
             "username": username,
             "next": next_path,
             "invite": invite,
@@ -109,7 +112,7 @@ def register(
         return _form(request, "register", [], 403, username, next_path)
     wait = _limiter(request, "register_address").hit(client_address(request))
     if wait:
-        return _too_many(request, "register", wait, "new accounts", username, next_path)
+        return _too_many(request, "register", wait, N_("new accounts"), username, next_path)
     creds, errors = parse_form(Credentials, {"username": username, "password": password}, LABELS)
     invite_code = invite if settings.registration == "invite" else None
     if invite_code is not None:
@@ -123,7 +126,7 @@ def register(
     try:
         user = create_account(session, creds, invite_code)
     except (UsernameTaken, InviteRefused) as exc:  # taken or used up since the checks above
-        return _form(request, "register", [str(exc)], 422, creds.username, next_path, invite)
+        return _form(request, "register", [words_of(exc)], 422, creds.username, next_path, invite)
     log.info("registered user %s (id %s)", user.username, user.id)
     log_in(request, user)
     return RedirectResponse(next_path, status_code=303)
@@ -149,14 +152,15 @@ def login(
     wait = _limiter(request, "login_address").hit(client_address(request))
     wait = wait or _limiter(request, "login_username").retry_after_s(username.lower())
     if wait:
-        return _too_many(request, "login", wait, "log-in attempts", username, next_path)
+        return _too_many(request, "login", wait, N_("log-in attempts"), username, next_path)
     user = session.exec(select(User).where(User.username == username)).first()
     if user is None or not verify_password(password, user.password_hash):
         _limiter(request, "login_username").record(username.lower())
         log.info("failed log-in for %r from %s", username, client_address(request))
-        return _form(request, "login", ["Wrong username or password"], 422, username, next_path)
+        wrong = N_("Wrong username or password")
+        return _form(request, "login", [wrong], 422, username, next_path)
     if user.disabled:
-        message = "This account is disabled: ask the admin of this server"
+        message = N_("This account is disabled: ask the admin of this server")
         return _form(request, "login", [message], 403, username, next_path)
     log_in(request, user)
     return RedirectResponse(next_path, status_code=303)

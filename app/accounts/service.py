@@ -8,6 +8,7 @@ from sqlmodel import Session
 from app.accounts.invites import InviteRefused, redeem_invite
 from app.accounts.models import User
 from app.accounts.schemas import Credentials
+from app.calc.messages import N_
 from app.security import hash_password
 
 
@@ -32,7 +33,7 @@ def create_account(
             redeem_invite(session, invite_code, user)
     except IntegrityError:
         session.rollback()
-        raise UsernameTaken("Username: already taken, pick another") from None
+        raise UsernameTaken(N_("Username: already taken, pick another")) from None
     except InviteRefused:
         session.rollback()
         raise

@@ -16,6 +16,7 @@ from app.accounts.models import Invite, User
 from app.admin import service
 from app.db import SessionDep
 from app.errors import is_htmx
+from app.i18n import N_
 from app.live.worker_client import WorkerUnavailable
 from app.security import AdminUser
 from app.templating import templates
@@ -82,9 +83,9 @@ def set_user_disabled(
 ) -> Response:
     user = session.get(User, user_id)
     if user is None:
-        raise HTTPException(404, "no such user")
+        raise HTTPException(404, N_("no such user"))
     if user.id == admin.id and disabled:
-        raise HTTPException(422, "you cannot disable your own account")
+        raise HTTPException(422, N_("you cannot disable your own account"))
     service.set_disabled(session, user, disabled)
     log.info(
         "admin %s %s user %s", admin.username, "disabled" if disabled else "enabled", user.username
@@ -123,7 +124,7 @@ def revoke_invite(
 ) -> Response:
     invite = session.get(Invite, invite_id)
     if invite is None:
-        raise HTTPException(404, "no such invite")
+        raise HTTPException(404, N_("no such invite"))
     invites.revoke_invite(session, invite)
     log.info("admin %s revoked invite %s", admin.username, invite_id)
     if is_htmx(request):

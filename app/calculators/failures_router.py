@@ -13,6 +13,7 @@ from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
+from app.i18n import gettext
 
 router = APIRouter()
 
@@ -62,7 +63,7 @@ def minutes(seconds: float) -> str:
         return f"{seconds / 60:,.3g} min"
     if seconds < 2 * 86400:
         return f"{seconds / 3600:,.3g} h"
-    return f"{seconds / 86400:,.4g} days"
+    return gettext("%(n)s days") % {"n": f"{seconds / 86400:,.4g}"}
 
 
 def shareable_url(query: FailuresQuery) -> str:

@@ -228,3 +228,31 @@ SHOWN_BY_APP_CALC = (
         "optimizer)."
     ),
 )
+
+# A source column's own words between its citations ("; "), as app.calc writes them
+# (app.calc.precision, app.calc.training): the templates' |sources filter says each in the
+# reader's language (app.i18n.translate_source) and leaves the citations as they are.
+SOURCE_WORDS = (
+    N_("none: the weights are already fp32"),
+    N_("none: pure bf16 updates the bf16 weights directly"),
+    N_("fp32 weights (4 B)"),
+    N_("fp32 gradients (4 B)"),
+    N_("bf16 weights (2 B)"),
+    N_("bf16 gradients (2 B)"),
+    N_("No data-parallel peers: no gradient buckets or gathers"),
+    N_("Psi = this GPU's parameters before ZeRO"),
+    N_("with optimizer offload the gradient shard lives in CPU memory"),
+    N_("one reduce bucket of the size given"),
+    N_(
+        "gradients are views into the all-reduce buckets: Megatron-LM's contiguous gradient "
+        "buffer, or torch DDP with gradient_as_bucket_view=True"
+    ),
+    N_(
+        "torch DDP's default, gradient_as_bucket_view=False: every gradient is copied into a "
+        "flat bucket built with the model and kept for its lifetime"
+    ),
+    N_("~0.5 GB per NCCL communicator"),
+    N_("an editable estimate"),
+    N_("editable"),
+    N_("definition"),
+)

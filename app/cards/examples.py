@@ -23,6 +23,7 @@ from starlette.requests import Request
 
 from app.calc.planner import Layout, cluster, plan, plan_request, why_not
 from app.calculators.memory_view import stage_views
+from app.calculators.planner_view import STEP_LABELS
 from app.calculators.schemas import MemoryQuery
 from app.i18n import gettext
 from app.templating import templates
@@ -95,7 +96,10 @@ def planner_example(body: str) -> str:
         "token_budget": spec.token_budget,
     })  # fmt: skip
     table = templates.get_template("cards/_planner_example.html").render(
-        plan=result, why_nots=[why_not(result, lay) for lay in compared], link=link
+        plan=result,
+        why_nots=[why_not(result, lay) for lay in compared],
+        link=link,
+        step_labels=STEP_LABELS,  # the planner page's names for the step's terms
     )
     return f'<div class="worked-example">{table}</div>\n'
 

@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse
 from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
-from app.i18n import N_
+from app.i18n import N_, gettext
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
@@ -110,7 +110,7 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     library, lang = _library(request), request_language(request)
     original = library.get(card_id)
     if original is None:
-        raise HTTPException(404, f"no card called {card_id!r}")
+        raise HTTPException(404, gettext("no card called '%(card)s'") % {"card": card_id})
     card = library.edition(card_id, lang) or original
     related = [CALCULATOR_PAGES[c] for c in card.meta.calculators if c in CALCULATOR_PAGES]
     related += [DEMO_PAGES[d] for d in card.meta.demos if d in DEMO_PAGES]

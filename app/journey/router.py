@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
+from app.i18n import gettext
 from app.journey.plan import (
     CALCULATOR_AND_DEMO_MINUTES,
     MINUTES_PER_QUESTION,
@@ -83,7 +84,8 @@ def step_page(
 ) -> HTMLResponse:
     position = _position(request, session, user.id if user else None)
     if not 1 <= number <= len(position.steps):
-        raise HTTPException(404, f"the path has steps 1 to {len(position.steps)}")
+        steps = gettext("the path has steps 1 to %(last)s") % {"last": len(position.steps)}
+        raise HTTPException(404, steps)
     step = position.steps[number - 1]
     after = position.steps[number] if number < len(position.steps) else None
     before = position.steps[number - 2] if number > 1 else None

@@ -9,16 +9,31 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from app.cards.audit import half_unit, to_figure
 from app.cards.models import Slug
+from app.i18n import N_
 from app.quiz.generators import GENERATORS
 
 Markdown = Annotated[str, Field(min_length=1)]
+# The units of numeric and generated items that are words, marked for translation: the question
+# and its result say them in the reader's language (the templates' |t); a symbol (GB, s, %)
+# reads the same in every language. tests/quiz/test_bank.py keeps the list complete.
+UNIT_WORDS = (
+    N_("GPU-hours"),
+    N_("billion parameters"),
+    N_("bytes"),
+    N_("days"),
+    N_("interruptions"),
+    N_("layout"),
+    N_("micro-batches"),
+    N_("restarts"),
+    N_("tokens"),
+)
 
 
 class BankError(ValueError):
@@ -43,6 +58,8 @@ class ChoiceOption(BaseModel):
 
 class SingleChoiceItem(_Item):
     kind: Literal["single"]
+    # What the question page calls the kind (the templates' |t says it in the reader's language).
+    kind_label: ClassVar[str] = N_("single choice")
     options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
     explanation: str = ""
 
@@ -55,6 +72,7 @@ class SingleChoiceItem(_Item):
 
 class MultipleChoiceItem(_Item):
     kind: Literal["multiple"]
+    kind_label: ClassVar[str] = N_("multiple choice")
     options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
     explanation: str = ""
 
@@ -74,6 +92,7 @@ class NumericItem(_Item):
     """
 
     kind: Literal["numeric"]
+    kind_label: ClassVar[str] = N_("numeric")
     answer: float
     printed: str = ""  # the answer as the source prints it; taken from `answer` as written
     source: Markdown  # the work and the place in it (section, table, line) that prints it
@@ -116,6 +135,7 @@ class GeneratedItem(_Item):
     """A numeric question whose inputs are drawn from `choices` and answered by a calculator."""
 
     kind: Literal["generated"]
+    kind_label: ClassVar[str] = N_("generated")
     generator: str
     unit: str
     relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)]
@@ -132,6 +152,7 @@ class FlashcardItem(_Item):
     """Free recall: the learner answers in their head, reveals `back`, and rates themselves."""
 
     kind: Literal["flashcard"]
+    kind_label: ClassVar[str] = N_("flashcard")
     back: Markdown
 
 

@@ -6,6 +6,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from app.calc.messages import N_, Message
+
 # Units an answer may be typed in, per dimension, as a factor to that dimension's base unit.
 # Bytes are decimal (GB = 10^9) unless the binary prefix is written (GiB = 2^30).
 _UNIT_FAMILIES: list[dict[str, float]] = [
@@ -52,7 +54,9 @@ def _scale(typed_unit: str, item_unit: str) -> float:
     for family in _UNIT_FAMILIES:
         if typed_unit in family and item_unit in family:
             return family[typed_unit] / family[item_unit]
-    raise AnswerError(f"type the answer in {item_unit} (or a number alone)")
+    raise AnswerError(
+        Message(N_("type the answer in %(unit)s (or a number alone)"), unit=Message(item_unit))
+    )
 
 
 def parse_number(text: str, unit: str = "") -> float:
@@ -60,14 +64,16 @@ def parse_number(text: str, unit: str = "") -> float:
     match = _NUMBER.match(text)
     digits = match.group(1).replace(",", "").replace("_", "").replace(" ", "") if match else ""
     if not digits or digits in {"+", "-", "."}:
-        example = f"16.6 or 1.5e9{f' (in {unit})' if unit else ''}"
-        raise AnswerError(f"type a number, e.g. {example}")
+        if unit:
+            example = N_("type a number, e.g. 16.6 or 1.5e9 (in %(unit)s)")
+            raise AnswerError(Message(example, unit=Message(unit)))
+        raise AnswerError(Message(N_("type a number, e.g. 16.6 or 1.5e9")))
     try:
         value = float(digits)
     except ValueError as exc:
-        raise AnswerError("type a number, e.g. 16.6 or 1.5e9") from exc
+        raise AnswerError(Message(N_("type a number, e.g. 16.6 or 1.5e9"))) from exc
     if not math.isfinite(value):
-        raise AnswerError("type a finite number")
+        raise AnswerError(Message(N_("type a finite number")))
     return value * _scale(match.group(2), unit) if unit else value
 
 

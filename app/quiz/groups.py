@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, select
 
 from app.accounts.models import User
+from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import GroupMember, QuizAttempt, StudyGroup
@@ -48,7 +49,9 @@ def join_group(session: Session, user: User, invite_code: str) -> StudyGroup:
     code = invite_code.strip().upper().replace(" ", "").replace("-", "")
     group = session.exec(select(StudyGroup).where(StudyGroup.invite_code == code)).first()
     if group is None:
-        raise GroupError("no group has that invite code: check it with whoever sent it")
+        raise GroupError(
+            Message(N_("no group has that invite code: check it with whoever sent it"))
+        )
     if membership(session, user, group.id) is None:
         assert group.id is not None and user.id is not None
         session.add(GroupMember(group_id=group.id, user_id=user.id))
@@ -101,9 +104,10 @@ class WeeklySummary:
 
 def group_view(
     session: Session, group: StudyGroup, bank: QuestionBank, cards: CardLibrary,
-    now: datetime | None = None,
+    now: datetime | None = None, lang: str = "en",
 ) -> tuple[list[MemberView], WeeklySummary]:  # fmt: skip
-    """Each member (progress only for those who share) and the week's summary of the sharers."""
+    """Each member (progress only for those who share, topics titled in `lang`) and the week's
+    summary of the sharers."""
     now = now or datetime.now(UTC)
     since = now - WEEK
     rows = session.exec(
@@ -130,7 +134,7 @@ def group_view(
                 per_card[card] = per_card.get(card, 0) + 1
         right = sum(1 for _, c in week if c)
         answers, correct, active = answers + len(week), correct + right, active + bool(week)
-        topics = topic_progress(bank, cards, states_of(session, user.id), now)  # type: ignore[arg-type]
+        topics = topic_progress(bank, cards, states_of(session, user.id), now, lang)  # type: ignore[arg-type]
         members.append(MemberView(user.username, True, topics, len(week), right))
     top = sorted(per_card.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     return members, WeeklySummary(since, answers, correct, active, top)

@@ -8,8 +8,11 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from app.calc.messages import words_of
 from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
+from app.i18n import N_, say
+from app.language import request_language
 from app.quiz.groups import (
     GroupError,
     create_group,
@@ -76,7 +79,7 @@ def group_join(
     try:
         group = join_group(session, user, data.invite_code)
     except GroupError as exc:
-        return _list_page(request, user, session, 422, join_errors=[str(exc)])
+        return _list_page(request, user, session, 422, join_errors=[say(words_of(exc))])
     return RedirectResponse(f"/groups/{group.id}", status_code=303)
 
 
@@ -84,7 +87,7 @@ def _member_group(session: SessionDep, user: CurrentUser, group_id: int) -> Stud
     """The group, for a member; 404 for everyone else, so a group's existence does not leak."""
     group = session.get(StudyGroup, group_id)
     if group is None or membership(session, user, group_id) is None:
-        raise HTTPException(404, "no such group, or you are not a member")
+        raise HTTPException(404, N_("no such group, or you are not a member"))
     return group
 
 
@@ -93,7 +96,9 @@ def group_page(
     request: Request, group_id: int, user: CurrentUser, session: SessionDep
 ) -> HTMLResponse:
     group = _member_group(session, user, group_id)
-    members, summary = group_view(session, group, request.app.state.quiz, request.app.state.cards)
+    state = request.app.state
+    lang = request_language(request)
+    members, summary = group_view(session, group, state.quiz, state.cards, lang=lang)
     me = membership(session, user, group_id)
     return templates.TemplateResponse(
         request,

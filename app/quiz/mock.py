@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, select
 
 from app.accounts.models import User
+from app.calc.messages import N_, Message
 from app.quiz.bank import GRADED_KINDS, GeneratedItem, QuestionBank
 from app.quiz.models import MockInterview, QuizAttempt
 from app.quiz.service import BadQuestion, Question, question_for
@@ -41,7 +42,9 @@ def start_mock(
     assert user.id is not None
     pool = [item for item in bank.for_cards(card_ids) if item.kind in GRADED_KINDS]
     if len(pool) < n:
-        raise NotEnoughItems(f"this topic has {len(pool)} graded questions; ask for at most that")
+        raise NotEnoughItems(
+            Message(N_("this topic has %(n)s graded questions; ask for at most that"), n=len(pool))
+        )
     rng.shuffle(pool)
     first_per_card: dict[str, object] = {}
     for item in pool:

@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from app.calc.messages import words_of
 from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
+from app.i18n import N_, say
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.grading import AnswerError
@@ -34,7 +36,8 @@ router = APIRouter(prefix="/mock", tags=["pages"], include_in_schema=False)
 
 
 def _start_page(request: Request, status_code: int = 200, **extra: object) -> HTMLResponse:
-    context = {"topics": topics(request.app.state.cards, request.app.state.quiz), **extra}
+    state, lang = request.app.state, request_language(request)
+    context = {"topics": topics(state.cards, state.quiz, lang), **extra}
     return templates.TemplateResponse(request, "quiz/mock_start.html", context, status_code)
 
 
@@ -55,14 +58,14 @@ def mock_start(
         mock = start_mock(session, user, request.app.state.quiz, card_ids, settings.questions,
                           settings.minutes, random.Random())  # fmt: skip
     except (UnknownTopic, NotEnoughItems) as exc:
-        return _start_page(request, 422, errors=[str(exc)])
+        return _start_page(request, 422, errors=[say(words_of(exc))])
     return RedirectResponse(f"/mock/{mock.id}", status_code=303)
 
 
 def _own_mock(session: SessionDep, user: CurrentUser, mock_id: int) -> MockInterview:
     mock = mock_of(session, user, mock_id)
     if mock is None:
-        raise HTTPException(404, "no such mock interview")
+        raise HTTPException(404, N_("no such mock interview"))
     return mock
 
 
@@ -113,7 +116,7 @@ def mock_answer(
             request,
             "quiz/mock_question.html",
             {"mock": mock, "index": index, "question": question, "remaining_s": remaining_s,
-             "shown_at": form.get("shown_at", ""), "answer_error": str(exc)},
+             "shown_at": form.get("shown_at", ""), "answer_error": say(words_of(exc))},
             status_code=422,
         )  # fmt: skip
     record_answer(session, user, question, outcome, mock_id=mock.id)

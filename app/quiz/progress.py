@@ -82,11 +82,16 @@ def recent_designs(session: Session, user_id: int, limit: int = 20) -> list[Desi
 
 
 def topic_progress(
-    bank: QuestionBank, cards: CardLibrary, states: list[ItemState], now: datetime
+    bank: QuestionBank,
+    cards: CardLibrary,
+    states: list[ItemState],
+    now: datetime,
+    lang: str = "en",
 ) -> list[TopicProgress]:
+    """Each topic under its card's title in `lang` (its edition there, else English)."""
     by_item = {s.item_id: s for s in states}
     rows = []
-    for card in cards.all():
+    for card in cards.in_language(lang):
         items = bank.for_cards([card.meta.id])
         if not items:
             continue
@@ -123,8 +128,10 @@ def progress_of(
     cards: CardLibrary,
     now: datetime | None = None,
     states: Sequence[ItemState] | None = None,
+    lang: str = "en",
 ) -> Progress:
-    """`states`: the user's ItemState rows where the caller has read them already."""
+    """`states`: the user's ItemState rows where the caller has read them already; `lang`: the
+    language of the topics' titles."""
     now = now or datetime.now(UTC)
     known = {item.id for item in bank.all()}
     if states is None:
@@ -159,7 +166,7 @@ def progress_of(
     upcoming = [s.due for s in states if s.due > now]
     due = due_reviews(states, now)
     return Progress(
-        topics=topic_progress(bank, cards, states, now),
+        topics=topic_progress(bank, cards, states, now, lang),
         due_now=due.now,
         due_today=due.by_end_of_today,
         next_due=min(upcoming) if upcoming else None,

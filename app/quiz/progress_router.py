@@ -32,14 +32,16 @@ def _page(
     **extra: object,
 ) -> HTMLResponse:  # fmt: skip
     assert user.id is not None
-    progress = progress_of(session, user.id, request.app.state.quiz, request.app.state.cards)
+    lang = request_language(request)
+    progress = progress_of(
+        session, user.id, request.app.state.quiz, request.app.state.cards, lang=lang
+    )
     chart = {
         "days": [int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp())
                  for d, _, _ in progress.history],
         "answers": [n for _, n, _ in progress.history],
         "correct": [c for _, _, c in progress.history],
     }  # fmt: skip
-    lang = request_language(request)
     bank = request.app.state.quiz
     # A weak item is named by its question (in the page's language) and its card's title.
     prompts = {w.item_id: bank.in_language(bank.get(w.item_id), lang).prompt

@@ -13,6 +13,7 @@ from typing import Literal
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank, QuizItem
 from app.quiz.models import ItemState, QuizAttempt
@@ -48,15 +49,17 @@ def topic_cards(cards: CardLibrary, topic: str) -> list[str]:
         return [topic]
     tagged = [c.meta.id for c in ordered if topic in c.meta.tags]
     if not tagged:
-        raise UnknownTopic(f"no card or tag called {topic!r}")
+        raise UnknownTopic(Message(N_("no card or tag called '%(topic)s'"), topic=topic))
     return tagged
 
 
-def topics(cards: CardLibrary, bank: QuestionBank) -> list[tuple[str, str]]:
-    """(value, label) for the topic filter: tags, then cards that have items, in study order."""
+def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> list[tuple[str, str]]:
+    """(value, label) for the topic filter: tags, then cards that have items, in study order,
+    each under its title in `lang` (its edition there, else English)."""
     with_items = {item.card for item in bank.all()}
     options = [(tag, f"#{tag}") for tag in cards.tags()]
-    options += [(c.meta.id, c.meta.title) for c in cards.all() if c.meta.id in with_items]
+    options += [(c.meta.id, c.meta.title) for c in cards.in_language(lang)
+                if c.meta.id in with_items]  # fmt: skip
     return options
 
 

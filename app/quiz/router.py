@@ -12,10 +12,11 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
+from app.calc.messages import words_of
 from app.db import SessionDep
 from app.errors import is_htmx
 from app.forms import SubmittedForm
-from app.i18n import N_
+from app.i18n import N_, gettext, say
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import GeneratedItem, QuestionBank
@@ -75,16 +76,16 @@ def quiz_page(
     skip: str = "",
 ) -> HTMLResponse:
     """The next item of a daily review (due, then new) or a topic's practice."""
-    bank = bank_of(request)
+    bank, lang = bank_of(request), request_language(request)
     context: dict[str, object] = {
         "mode": _mode(mode), "topic": topic[:80], "modes": MODES,
-        "topics": topics(request.app.state.cards, bank),
+        "topics": topics(request.app.state.cards, bank, lang),
     }  # fmt: skip
     try:
         card_ids = topic_cards(request.app.state.cards, topic[:80])
     except UnknownTopic as exc:
         return templates.TemplateResponse(
-            request, "quiz/question.html", {**context, "error": str(exc)}, status_code=422
+            request, "quiz/question.html", {**context, "error": say(words_of(exc))}, status_code=422
         )
     assert user.id is not None
     now = datetime.now(UTC)
@@ -94,7 +95,6 @@ def quiz_page(
     states = states_of(session, user.id)
     chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100], now=now,
                        new_left=new_left, states_read=states)  # fmt: skip
-    lang = request_language(request)
     if chosen is None:
         titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
         context["results"] = review_results(session, user.id, bank, card_ids, titles)
@@ -129,7 +129,7 @@ def question_from_form(
     the item or its inputs were changed."""
     item = bank.get(item_id)
     if item is None:
-        raise HTTPException(422, f"no quiz item called {item_id!r}")
+        raise HTTPException(422, gettext("no quiz item called '%(item)s'") % {"item": item_id})
     item = bank.in_language(item, lang)
     inputs = None
     if isinstance(item, GeneratedItem):
@@ -137,7 +137,8 @@ def question_from_form(
             inputs = {name: float(str(form.get(f"in_{name}", ""))) for name in item.choices}
             return question_for(item, inputs)
         except (ValueError, BadQuestion) as exc:
-            raise HTTPException(422, f"this question's inputs were changed: {exc}") from exc
+            why = gettext("this question's inputs were changed: %(why)s") % {"why": exc}
+            raise HTTPException(422, why) from exc
     return question_for(item)
 
 
@@ -152,7 +153,7 @@ def answer(
     context: dict[str, object] = {
         "question": question, "mode": mode, "topic": topic, "modes": MODES,
         "next_url": _quiz_url(mode, topic, skip=question.item.id),
-        "topics": topics(request.app.state.cards, bank_of(request)),
+        "topics": topics(request.app.state.cards, bank_of(request), lang),
     }  # fmt: skip
     partial = is_htmx(request)
     template = "quiz/_result.html" if partial else "quiz/question.html"
@@ -161,7 +162,7 @@ def answer(
                         fields.duration_s, fields.hinted)  # fmt: skip
     except AnswerError as exc:
         return templates.TemplateResponse(
-            request, template, {**context, "answer_error": str(exc)}, status_code=422
+            request, template, {**context, "answer_error": say(words_of(exc))}, status_code=422
         )
     attempt, state = record_answer(session, user, question, outcome)
     context |= {"attempt": attempt, "outcome": outcome, "state": state, "partial": partial,

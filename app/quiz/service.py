@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.accounts.models import User
+from app.calc.messages import N_, Message
 from app.quiz.bank import (
     FlashcardItem,
     GeneratedItem,
@@ -117,17 +118,18 @@ def grade(
     duration_ms = None if duration_s is None else int(duration_s * 1000)
     if isinstance(item, FlashcardItem):
         if self_rating not in (1, 2, 3, 4):
-            raise AnswerError("rate yourself: Again, Hard, Good or Easy")
+            raise AnswerError(Message(N_("rate yourself: Again, Hard, Good or Easy")))
         rating = Rating(self_rating)
         return Outcome(rating != Rating.Again, rating, answer_text=rating.name,
                        duration_ms=duration_ms)  # fmt: skip
     if isinstance(item, SingleChoiceItem | MultipleChoiceItem):
         if not picked:
-            raise AnswerError("pick an option" if item.kind == "single" else "pick the options")
+            pick = N_("pick an option") if item.kind == "single" else N_("pick the options")
+            raise AnswerError(Message(pick))
         if any(not 0 <= i < len(item.options) for i in picked):
-            raise AnswerError("that option is not one of this question's")
+            raise AnswerError(Message(N_("that option is not one of this question's")))
         if item.kind == "single" and len(picked) != 1:
-            raise AnswerError("pick exactly one option")
+            raise AnswerError(Message(N_("pick exactly one option")))
         result = grade_choice([o.correct for o in item.options], picked)
         rating = rating_for_answer(item.kind, result.correct, duration_s, hinted)
         text = ",".join(str(i) for i in sorted(picked))

@@ -11,7 +11,7 @@ import pytest
 
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR
-from app.quiz.bank import BankError, GeneratedItem, QuestionBank
+from app.quiz.bank import UNIT_WORDS, BankError, GeneratedItem, QuestionBank
 from app.quiz.grading import parse_number, within_tolerance
 from app.quiz.service import question_for
 
@@ -36,6 +36,16 @@ def test_every_file_parses() -> None:
 def test_every_item_links_to_a_card_that_exists() -> None:
     assert BANK is not None, LOAD_ERROR
     assert BANK.card_problems(c.meta.id for c in CARDS.all()) == []
+
+
+def test_every_unit_that_is_a_word_is_marked_for_translation() -> None:
+    """A Chinese page says an answer's unit in Chinese ("你的答案（单位：天）"): a unit with
+    words must be in UNIT_WORDS, which marks it for the catalogue."""
+    assert BANK is not None, LOAD_ERROR
+    symbols = {"", "%", "GB", "MB", "s", "ms", "min", "h", "FLOPs", "FLOPs/byte", "TFLOP/s"}
+    worded = {getattr(item, "unit", "") for item in BANK.all()} - symbols
+    assert "days" in worded
+    assert worded == set(UNIT_WORDS)
 
 
 def test_every_card_has_at_least_four_items() -> None:

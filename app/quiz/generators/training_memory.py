@@ -23,7 +23,7 @@ from app.calc.training import (
 )
 from app.calc.units import GB
 from app.formatting import latex_number
-from app.i18n import N_, gettext
+from app.i18n import N_, gettext, translate
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import (
     OPTIMIZER_WORDS,
@@ -149,10 +149,12 @@ def _states_steps(report: MemoryReport, on_cpu: bool) -> list[str]:
     side = "CPU" if on_cpu else "GPU"
     total = sum(t.cpu_bytes if on_cpu else t.gpu_bytes for t in terms)
     if not terms:
-        return [rf"M_\text{{{side}}} = 0\ \text{{(every model state is elsewhere)}}"]
+        elsewhere = gettext("(every model state is elsewhere)")
+        return [rf"M_\text{{{side}}} = 0\ \text{{{elsewhere}}}"]
     return [
         rf"M_\text{{{side}}} = " + " + ".join(t.formula for t in terms),
-        *(rf"\text{{{t.label}}}:\ {t.substituted}" for t in terms),
+        # The term's label as the training-memory page says it, in the request's language.
+        *(rf"\text{{{translate(t.label)}}}:\ {t.substituted}" for t in terms),
         rf"M_\text{{{side}}} = {total / GB:.2f}\ \text{{GB}}",
     ]
 
