@@ -114,3 +114,13 @@ def test_charts_follow_the_window_when_it_narrows(page: Page, path: str, chart: 
     page.wait_for_function("document.documentElement.scrollWidth <= 390", timeout=5000)
     width = page.locator(f"{chart} canvas").first.evaluate("c => c.getBoundingClientRect().width")
     assert width <= 390
+
+
+@pytest.mark.parametrize("path", ["/calculators/memory", "/cards/zero-stages"])
+def test_katex_renders_the_formulas_without_a_warning(page: Page, path: str) -> None:
+    # A top-level "\\" in display math renders, but KaTeX warns that LaTeX would ignore it.
+    said: list[str] = []
+    page.on("console", lambda message: said.append(message.text))
+    page.goto(path)
+    expect(page.locator(".math.block .katex-display").first).to_be_visible()
+    assert not [text for text in said if "LaTeX" in text or "KaTeX" in text], said
