@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from decimal import Decimal
 from typing import Annotated, Literal
@@ -69,6 +70,12 @@ class CardMeta(BaseModel):
 
     def sourced_figures(self) -> list[Decimal]:
         return [f for s in self.sources for f in s.figures]
+
+    @property
+    def short_title(self) -> str:
+        """The title up to its colon ("ZeRO stages 1, 2 and 3"; a Chinese title's "："), for
+        places with room for a name only: the topic map's nodes, a demo page's card links."""
+        return re.split(r":\s|：", self.title, maxsplit=1)[0]
 
 
 class Card(BaseModel):

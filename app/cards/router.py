@@ -86,7 +86,7 @@ def topic_map(request: Request) -> HTMLResponse:
     cards = _library(request).in_language(lang)
     lines = ["flowchart TD"]
     for i, c in enumerate(cards):
-        title = c.meta.title.split(":")[0].replace('"', "'")
+        title = c.meta.short_title.replace('"', "'")
         lines.append(f'  n{i}["{title}"]')
         lines.append(f'  click n{i} "/cards/{c.meta.id}"')
     index = {c.meta.id: i for i, c in enumerate(cards)}

@@ -174,10 +174,10 @@ class RunView:
 
 
 def _card_links(request: Request, page: DemoPage) -> list[tuple[str, str]]:
-    """(id, title in the page's language) of the cards a demo page points to."""
+    """(id, short title in the page's language) of the cards a demo page points to."""
     cards, lang = request.app.state.cards, request_language(request)
     found = [cards.edition(card_id, lang) or cards.get(card_id) for card_id in page.cards]
-    return [(card.meta.id, card.meta.title) for card in found if card is not None]
+    return [(card.meta.id, card.meta.short_title) for card in found if card is not None]
 
 
 def _page_of(demo: str) -> DemoPage | None:

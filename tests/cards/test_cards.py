@@ -111,7 +111,7 @@ def test_a_demo_page_links_its_cards_by_title_in_the_readers_language(client: Te
     for lang in ("en", "zh"):
         page = client.get("/demos/all-reduce", params={"lang": lang}).text
         for card_id in ("ring-all-reduce", "dp-vs-ddp"):
-            title = (cards.edition(card_id, lang) or cards.get(card_id)).meta.title
+            title = (cards.edition(card_id, lang) or cards.get(card_id)).meta.short_title
             assert f'<a href="/cards/{card_id}">{escape(title)}</a>' in page, (lang, card_id)
             assert f'<a href="/cards/{card_id}">{card_id}</a>' not in page
 
@@ -128,6 +128,15 @@ def test_unknown_card_is_a_404(client: TestClient) -> None:
 def test_card_list_links_every_card(client: TestClient) -> None:
     page = client.get("/cards")
     assert 'href="/cards/zero-stages"' in page.text
+
+
+def test_a_short_title_is_the_title_up_to_its_colon() -> None:
+    library = CardLibrary.load(CARDS_DIR)
+    assert library.get("zero-stages").meta.short_title == "ZeRO stages 1, 2 and 3"
+    assert library.edition("zero-stages", "zh").meta.short_title == "ZeRO 的 stage 1、2、3"
+    assert library.get("roofline").meta.short_title == "Roofline and arithmetic intensity"
+    no_colon = library.get("compute-comm-overlap").meta
+    assert no_colon.short_title == no_colon.title
 
 
 def test_no_card_shows_markdown_it_failed_to_parse() -> None:
