@@ -121,6 +121,15 @@ def translate_source(text: object) -> object:
     return "; ".join(str(translate(part)) for part in parts)
 
 
+def say_text(latex: str, words: tuple[str, ...]) -> str:
+    r"""A formula with each of `words` (marked with N_() where they are listed) that stands alone
+    in a \text{...} said in the request's language; in English, the formula as it is."""
+    for word in words:
+        if (said := gettext(word)) != word:
+            latex = latex.replace(rf"\text{{{word}}}", rf"\text{{{said}}}")
+    return latex
+
+
 def say(text: str) -> str:
     """Words app.calc put together at run time in the request's language: a Message (a refused
     form, a refused layout) from its translated template and values; other text as it is."""

@@ -798,3 +798,15 @@ def test_a_source_is_said_part_by_part_and_its_citations_kept() -> None:
         _language.reset(token)
     assert said == f"{_zh('fp32 gradients (4 B)')}; {zero}; {_zh(words)} {citation}"
     assert translate_source(source) == source  # English outside a Chinese request
+
+
+def test_the_compute_and_roofline_formulas_say_their_words_in_chinese(client: TestClient) -> None:
+    compute = client.get("/calculators/compute", params={"lang": "zh"}).text
+    assert r"\text{GPU·小时}" in compute and r"\text{GPU-h}" not in compute
+    assert r"\text{days}" not in compute
+    english = client.get("/calculators/compute", params={"lang": "en"}).text
+    assert r"\text{GPU-h}" in english and r"\text{days}" in english
+    roofline = client.get("/calculators/roofline", params={"lang": "zh"}).text
+    assert r"\text{peak}" not in roofline and r"\text{bandwidth}" not in roofline
+    english = client.get("/calculators/roofline", params={"lang": "en"}).text
+    assert r"\text{peak}" in english and r"\text{bandwidth}" in english

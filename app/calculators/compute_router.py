@@ -16,7 +16,7 @@ from app.calc.model import PRESETS
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
-from app.i18n import N_
+from app.i18n import N_, say_text
 
 router = APIRouter()
 
@@ -108,6 +108,10 @@ def shareable_url(query: ComputeQuery) -> str:
     return share_url(PAGE, query.model_dump())
 
 
+# The words the formulas write in \text{...}, said in the reader's language (say_text).
+TEXT_WORDS = (N_("peak"), N_("days"), N_("price"), N_("GPU-h"), N_("tokens/s"))
+
+
 def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(what, symbolic LaTeX, LaTeX with the numbers, source) for every step of the result."""
     n = latex_number(r["params"])
@@ -196,7 +200,8 @@ def _formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, st
                 "Chowdhery et al. 2022 (PaLM), Appendix B",
             )
         )
-    return rows
+    return [(what, say_text(sym, TEXT_WORDS), say_text(num, TEXT_WORDS), src)
+            for what, sym, num, src in rows]  # fmt: skip
 
 
 def _chart(query: ComputeQuery, r: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
-from app.i18n import N_
+from app.i18n import N_, say_text
 
 router = APIRouter()
 
@@ -74,6 +74,10 @@ def roofline_api(query: Annotated[RooflineQuery, Query()]) -> RooflineResult:
 def shareable_url(query: RooflineQuery) -> str:
     """The page's address holding every input, in the schema's order."""
     return share_url(PAGE, query.model_dump())
+
+
+# The words the formulas write in \text{...}, said in the reader's language (say_text).
+TEXT_WORDS = (N_("bytes"), N_("peak"), N_("bandwidth"), N_("never"))
 
 
 def _formulas(query: RooflineQuery, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -138,7 +142,8 @@ def _formulas(query: RooflineQuery, r: dict[str, Any]) -> list[tuple[str, str, s
                 "exact B solved from 2BDF / (bytes (BD + DF + BF)) = I*",
             )
         )
-    return rows
+    return [(what, say_text(sym, TEXT_WORDS), say_text(num, TEXT_WORDS), src)
+            for what, sym, num, src in rows]  # fmt: skip
 
 
 def _chart(r: dict[str, Any]) -> str:

@@ -198,3 +198,71 @@ def test_a_rule_breakers_note_gives_the_planners_reason_in_chinese(client: TestC
             "answer": str(int(solution.answer))}  # fmt: skip
     page = client.post("/quiz/answer?lang=zh", data=form).text
     assert "回答正确。" in page and said in page and reason not in page
+
+
+# The words inside a worked solution's \text{...}: in Chinese, each is said in Chinese. A
+# subscript (T_\text{step}, A_{\text{layer}}, M_\text{GPU}) is a symbol's name, the same in both
+# languages, like the letters of a formula, so it is not read.
+_SUBSCRIPT = re.compile(r"_\{?\s*$")
+# ASCII words of three or more letters that a Chinese solution keeps in English, each one the
+# catalogue's own choice: the collectives and passes of TECHNICAL above ("发送激活（forward）");
+# devices and metrics with no Chinese name (GPU, CPU, MFU, HFU, FLOPs) and the binary unit MiB;
+# a schedule's name (GPipe); and "goodput", which the catalogue keeps in brackets after its
+# Chinese ("有效训练占比 (goodput)").
+# The communication page's collective labels, which the solutions reuse, also keep
+# micro-batch, ring, dispatch and combine ("K、V ring 传递"). Compared case-blind (All-gather).
+TEXT_ALLOWED = TECHNICAL | {"gpu", "cpu", "mfu", "hfu", "flops", "mib", "gpipe", "goodput",
+                            "micro-batch", "ring", "dispatch", "combine"}  # fmt: skip
+# A word with inner hyphens is one word (all-reduce), so it is allowed or not as a whole.
+_ASCII_WORD = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z][A-Za-z-]*[A-Za-z](?![A-Za-z0-9-])")
+
+
+def latex_texts(latex: str) -> list[str]:
+    r"""The contents of every \text{...} in `latex` that is not a subscript (braces balanced)."""
+    texts = []
+    for match in re.finditer(r"\\text\s*\{", latex):
+        if _SUBSCRIPT.search(latex[: match.start()]):
+            continue
+        depth, at = 1, match.end()
+        while depth and at < len(latex):
+            depth += {"{": 1, "}": -1}.get(latex[at], 0)
+            at += 1
+        texts.append(latex[match.end() : at - 1])
+    return texts
+
+
+def english_in_text(latex: str) -> list[str]:
+    """The English words of `latex`'s \\text{...}, other than the allowed terms."""
+    return [
+        word
+        for text in latex_texts(latex)
+        for word in _ASCII_WORD.findall(text)
+        if len(word) >= 3 and word.lower() not in TEXT_ALLOWED
+    ]
+
+
+def test_latex_texts_reads_text_but_not_subscripts() -> None:
+    latex = r"T_\text{step} = \frac{\text{a {b}}}{A_{\text{layer}}} + \text{GPU-h}"
+    assert latex_texts(latex) == ["a {b}", "GPU-h"]
+    assert english_in_text(r"\text{1F1B: 阶段 } s \text{ runs } M_\text{GPU}") == ["runs"]
+
+
+def test_every_generator_is_rendered_in_chinese_below() -> None:
+    assert {item.generator for item in CHINESE_GENERATED} == set(GENERATORS)
+
+
+# KaTeX reads these as commands or groups inside \text{...}, unless escaped.
+_KATEX_SPECIAL = re.compile(r"(?<!\\)[%#&_]")
+
+
+@pytest.mark.parametrize("item", CHINESE_GENERATED, ids=lambda item: item.id)
+def test_a_chinese_worked_solution_says_its_words_in_chinese(
+    item: GeneratedItem, chinese: None
+) -> None:
+    for inputs in _item_inputs(item):
+        solution = question_for(item, inputs).solution
+        assert solution is not None
+        for step in solution.steps_latex:
+            assert english_in_text(step) == [], (item.id, inputs, step)
+            for text in latex_texts(step):
+                assert not _KATEX_SPECIAL.search(text), (item.id, inputs, step)

@@ -24,7 +24,7 @@ from app.calc.communication_query import CommunicationQuery, communication_resul
 from app.calc.links import LINKS, alpha_beta_time
 from app.calc.model import PRESETS, count_params
 from app.formatting import count_short, latex_number
-from app.i18n import N_, gettext
+from app.i18n import N_, gettext, translate
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import STRATEGY_WORDS, ZERO_STAGE_WORDS, link_name, say
 
@@ -136,6 +136,7 @@ def tp_layer_mb(inputs: Mapping[str, float]) -> Solution:
     b, s, h, t = (int(inputs[k]) for k in ("micro_batch", "seq_len", "hidden", "tp"))
     elements = tp_layer_elements(b, s, h, t)
     width = DTYPE_BYTES["bf16"]
+    elements_word = gettext("elements")
     return Solution(
         answer=elements * width / 1e6,
         prompt_fields={
@@ -145,7 +146,8 @@ def tp_layer_mb(inputs: Mapping[str, float]) -> Solution:
             "tp": str(t),
         },
         steps_latex=[
-            r"V = 4 \cdot 2\frac{t-1}{t}\, b s h \ \text{elements} \times 2\ \text{B (bf16)}",
+            rf"V = 4 \cdot 2\frac{{t-1}}{{t}}\, b s h \ \text{{{elements_word}}} \times 2\ "
+            r"\text{B (bf16)}",
             rf"V = 4 \cdot 2\frac{{{t - 1}}}{{{t}}} \cdot {b} \cdot {s} \cdot {h} \times {width}"
             rf" = {tex(elements * width)}\ \text{{B}}",
         ],
@@ -203,12 +205,13 @@ def _layout_fields(query: CommunicationQuery, result: dict[str, Any]) -> dict[st
 
 def _row_steps(rows: list[dict[str, Any]], element_bytes: int) -> list[str]:
     """The calculator's own formulas per collective, symbolic then substituted (elements)."""
-    steps = []
+    steps, elements, bytes_ = [], gettext("elements"), gettext("bytes")
     for row in rows:
-        steps.append(rf"\text{{{row['label']}}}:\ {row['formula']}")
-        steps.append(row["substituted"] + r"\ \text{elements}")
+        # The collective's label as the communication page says it, in the request's language.
+        steps.append(rf"\text{{{translate(row['label'])}}}:\ {row['formula']}")
+        steps.append(row["substituted"] + rf"\ \text{{{elements}}}")
     total = sum(r["bytes_per_step"] for r in rows)
-    steps.append(rf"\text{{bytes}} = \text{{elements}} \times {element_bytes} = {tex(total)}")
+    steps.append(rf"\text{{{bytes_}}} = \text{{{elements}}} \times {element_bytes} = {tex(total)}")
     return steps
 
 
@@ -244,12 +247,14 @@ def step_time_s(inputs: Mapping[str, float]) -> Solution:
         else rf"T_\text{{step}} = T_c + T_m = {tex(compute)} + {tex(comm)} = "
         rf"{tex(result['step_s_no_overlap'])}\ \text{{s}}"
     )
+    calls = gettext("calls")
     return Solution(
         answer=result["step_s_perfect_overlap"] if overlap == 0 else result["step_s_no_overlap"],
         prompt_fields={**_layout_fields(query, result), "overlap": gettext(OVERLAP_NAMES[overlap])},
         steps_latex=[
             r"\max(T_c, T_m) \le T_\text{step} \le T_c + T_m,\qquad "
-            r"T_m = \sum \text{calls} \times \left(k\,\alpha + \frac{V}{\beta}\right)",
+            rf"T_m = \sum \text{{{calls}}} \times "
+            r"\left(k\,\alpha + \frac{V}{\beta}\right)",
             rf"T_m = {times} = {tex(comm)}\ \text{{s}}",
             bound,
         ],

@@ -114,12 +114,14 @@ def hfu_percent(inputs: Mapping[str, float]) -> Solution:
     query = _query(inputs)
     r = compute_result(query)
     measured, peak = r["measured"], latex_number(r["peak_flops_per_gpu"])
+    per_second, peak_word = gettext("tokens/s"), gettext("peak")
     return Solution(
         answer=100 * measured["hfu"],
         prompt_fields=_fields(query, r),
         steps_latex=[
             *_rows(query, r, "FLOPs per token"),
-            r"\text{HFU} = \frac{\text{tokens/s} \cdot C_\text{executed}}{n \cdot \text{peak}}",
+            rf"\text{{HFU}} = \frac{{\text{{{per_second}}} \cdot C_\text{{executed}}}}"
+            rf"{{n \cdot \text{{{peak_word}}}}}",
             rf"\frac{{{latex_number(measured['tokens_per_s'])} \cdot "
             rf"{latex_number(r['flops_per_token'])}}}{{{query.gpus} \cdot {peak}}}"
             rf" = {measured['hfu']:.4g}",

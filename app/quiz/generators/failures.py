@@ -71,8 +71,9 @@ def _unit_mtbf_steps(query: FailuresQuery, r: dict[str, Any]) -> list[str]:
     if query.rate_kind == "mtbf_hours":
         return []
     period_h = 720 if query.rate_kind == "per_unit_per_month" else 24
+    failures = gettext("failures")
     return [
-        rf"M_u = \frac{{T_\text{{period}}}}{{\text{{failures}}}} = "
+        rf"M_u = \frac{{T_\text{{period}}}}{{\text{{{failures}}}}} = "
         rf"\frac{{{period_h}\ \text{{h}}}}{{{tex(query.rate)}}} = "
         rf"{tex(r['unit_mtbf_s'] / 3600)}\ \text{{h}}"
     ]
@@ -137,6 +138,7 @@ def young_interval_minutes(inputs: Mapping[str, float]) -> Solution:
     r = failures_result(query)
     c_min, m_min = query.checkpoint_minutes, r["job_mtbf_s"] / 60
     young_min = r["young_interval_s"] / 60
+    minutes = gettext("min")  # the unit
     return Solution(
         answer=young_min,
         prompt_fields=_fields(query),
@@ -144,8 +146,8 @@ def young_interval_minutes(inputs: Mapping[str, float]) -> Solution:
             r"\tau = \sqrt{2\,C\,M},\qquad M = \frac{M_u}{n}",
             *_unit_mtbf_steps(query, r),
             _job_mtbf_step(query, r),
-            rf"\tau = \sqrt{{2\times{tex(c_min)}\times{tex(m_min)}}}\ \text{{min}} = "
-            rf"{tex(young_min)}\ \text{{min}}",
+            rf"\tau = \sqrt{{2\times{tex(c_min)}\times{tex(m_min)}}}\ \text{{{minutes}}} = "
+            rf"{tex(young_min)}\ \text{{{minutes}}}",
         ],
     )
 
@@ -156,16 +158,18 @@ def goodput_percent(inputs: Mapping[str, float]) -> Solution:
     r = failures_result(query)
     c_min, r_min, m_min = query.checkpoint_minutes, query.restart_minutes, r["job_mtbf_s"] / 60
     young_min = r["young_interval_s"] / 60
+    minutes = gettext("min")  # the unit
+    goodput = gettext("goodput")
     return Solution(
         answer=100 * r["goodput_young"],
         prompt_fields=_fields(query),
         steps_latex=[
-            r"\text{goodput} = 1 - \frac{C}{\tau} - \frac{\tau/2 + R}{M},\qquad "
+            rf"\text{{{goodput}}} = 1 - \frac{{C}}{{\tau}} - \frac{{\tau/2 + R}}{{M}},\qquad "
             r"\tau = \sqrt{2CM},\quad M = \frac{M_u}{n}",
             *_unit_mtbf_steps(query, r),
             _job_mtbf_step(query, r),
             rf"\tau = \sqrt{{2\times{tex(c_min)}\times{tex(m_min)}}} = {tex(young_min)}\ "
-            r"\text{min}",
+            rf"\text{{{minutes}}}",
             rf"1 - \frac{{{tex(c_min)}}}{{{tex(young_min)}}} - \frac{{{tex(young_min)}/2 + "
             rf"{tex(r_min)}}}{{{tex(m_min)}}} = {tex(r['goodput_young'])}",
         ],

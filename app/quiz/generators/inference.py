@@ -60,13 +60,14 @@ def kv_bytes_per_token(inputs: Mapping[str, float]) -> Solution:
     report = _report(inputs)
     cfg, setup = report.setup.model, report.setup
     b_kv = KV_BYTES[setup.kv_dtype]
+    bytes_of_dtype = gettext("bytes ({dtype})").format(dtype=setup.kv_dtype)
     return Solution(
         answer=report.kv_bytes_per_token_model,
         prompt_fields=_fields(report),
         steps_latex=[
             r"2\,L\,k\,d\,B_{kv}",
             rf"2\times{cfg.layers}\times{cfg.kv_heads}\times{cfg.dim_per_head}\times{b_kv:g}"
-            rf" = {report.kv_bytes_per_token_model:.0f}\ \text{{bytes ({setup.kv_dtype})}}",
+            rf" = {report.kv_bytes_per_token_model:.0f}\ \text{{{bytes_of_dtype}}}",
         ],
     )
 
@@ -75,10 +76,13 @@ def kv_cache_per_gpu(inputs: Mapping[str, float]) -> Solution:
     """GB of KV cache one GPU holds for the batch at the given context."""
     report = _report(inputs)
     term = report.term("kv_cache")
+    # app.calc writes "replicated" when there are fewer KV heads than tp ranks.
+    replicated = gettext("replicated")
+    replicated = rf"\text{{: {replicated}}}"
     return Solution(
         answer=term.bytes_ / GB,
         prompt_fields=_fields(report),
-        steps_latex=[term.formula, term.substituted],
+        steps_latex=[term.formula, term.substituted.replace(r"\text{: replicated}", replicated)],
     )
 
 

@@ -278,6 +278,7 @@ def pick_the_layout(inputs: Mapping[str, float]) -> Solution:
         f"{i}. {layout_words(o.layout)}" for i, o in enumerate(options, 1)
     )
     substituted = " + ".join(f"{v:.2f}" for v in best.step.terms().values())
+    chosen = gettext("layout {n}").format(n=answer)
     return Solution(
         answer=answer,
         prompt_fields=fields,
@@ -285,7 +286,7 @@ def pick_the_layout(inputs: Mapping[str, float]) -> Solution:
             r"t_\text{step} = t_\text{compute} + t_\text{recompute} + t_\text{TP} + "
             r"t_\text{CP/EP} + t_\text{PP} + t_\text{DP} + t_\text{bubble},\quad "
             rf"M_\text{{GPU}} \le {capacity_gb:.0f}\ \text{{GB}}",
-            rf"\text{{layout {answer}}}: t_\text{{step}} = {substituted} = "
+            rf"\text{{{chosen}}}: t_\text{{step}} = {substituted} = "
             rf"{best.step_time_s:.2f}\ \text{{s}}",
         ],
         options=tuple(gettext("Layout {n}").format(n=i) for i in range(1, len(options) + 1)),

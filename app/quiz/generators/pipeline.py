@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 from app.calc.pipeline import SCHEDULES, Simulation, closed_form, simulate
 from app.calc.pipeline_query import PipelineQuery
+from app.i18n import gettext
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import SCHEDULE_WORDS, say
 
@@ -94,25 +95,43 @@ def step_time(inputs: Mapping[str, float]) -> Solution:
     if not form.exact:
         # Send/receive time, or a ZB-H1 weight gradient too long to hide: the closed form is
         # a lower bound, and the simulation gives the step as the schedule really runs.
-        steps.append(rf"\text{{simulated}}: t_\text{{step}} = {sim.total_time:.6g}")
+        simulated = gettext("simulated")
+        steps.append(rf"\text{{{simulated}}}: t_\text{{step}} = {sim.total_time:.6g}")
     return Solution(answer=sim.total_time, prompt_fields=_fields(query), steps_latex=steps)
+
+
+def _held(schedule: str) -> str:
+    """Why the first stage holds what it holds: the schedule's words between its formulas, in
+    the request's language."""
+    if schedule == "gpipe":
+        held = gettext("GPipe: every forward runs before any backward, so stage 0 holds")
+        return rf"\text{{{held} }} m"
+    if schedule == "1f1b":
+        stage, runs = gettext("1F1B: stage"), gettext("runs")
+        warm = gettext("warm-up forwards, then one more before its first backward: stage 0 holds")
+        return rf"\text{{{stage} }} s \text{{ {runs} }} p - s - 1 \text{{ {warm} }} \min(p, m)"
+    if schedule == "interleaved":
+        name, chunks = gettext("Interleaved:"), gettext("chunk forwards in flight on stage 0, each")
+        of_stage = gettext("of the stage")
+        return (
+            rf"\text{{{name} }} \min(2(p-1) + (v-1)p + 1,\ m v) \text{{ {chunks} }} 1/v "
+            rf"\text{{ {of_stage}}}"
+        )
+    keeps = gettext("ZB-H1: stage 0 keeps 1F1B's peak,")
+    return rf"\text{{{keeps} }} \min(p, m)"
 
 
 def peak_in_flight_first_stage(inputs: Mapping[str, float]) -> Solution:
     """Micro-batches whose activations the first stage holds at its peak."""
     query, sim = _run(inputs)
-    held = {
-        "gpipe": r"\text{GPipe: every forward runs before any backward, so stage 0 holds } m",
-        "1f1b": r"\text{1F1B: stage } s \text{ runs } p - s - 1 \text{ warm-up forwards, "
-        r"then one more before its first backward: stage 0 holds } \min(p, m)",
-        "interleaved": r"\text{Interleaved: } \min(2(p-1) + (v-1)p + 1,\ m v) \text{ chunk "
-        r"forwards in flight on stage 0, each } 1/v \text{ of the stage}",
-        "zb-h1": r"\text{ZB-H1: stage 0 keeps 1F1B's peak, } \min(p, m)",
-    }[query.schedule]
+    held, simulated_peak = _held(query.schedule), gettext("simulated peak on stage 0")
     return Solution(
         answer=sim.peak_in_flight[0],
         prompt_fields=_fields(query),
-        steps_latex=[held, rf"\text{{simulated peak on stage 0}} = {sim.peak_in_flight[0]:.6g}"],
+        steps_latex=[
+            held,
+            rf"\text{{{simulated_peak}}} = {sim.peak_in_flight[0]:.6g}",
+        ],
     )
 
 

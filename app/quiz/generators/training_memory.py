@@ -95,6 +95,7 @@ def bytes_per_parameter(inputs: Mapping[str, float]) -> Solution:
     recipe = RECIPE_ORDER[_get(inputs, "recipe")]
     optimizer = OPTIMIZER_ORDER[_get(inputs, "optimizer")]
     bpp = bytes_per_param(recipe, optimizer)
+    bytes_ = gettext("bytes")
     return Solution(
         answer=bpp.total,
         prompt_fields={
@@ -104,7 +105,7 @@ def bytes_per_parameter(inputs: Mapping[str, float]) -> Solution:
         steps_latex=[
             r"b = b_w + b_g + b_m + b_o",
             rf"b = {_bytes(bpp.weights)} + {_bytes(bpp.grads)} + {_bytes(bpp.master)}"
-            rf" + {_bytes(bpp.optimizer)} = {_bytes(bpp.total)}\ \text{{bytes}}",
+            rf" + {_bytes(bpp.optimizer)} = {_bytes(bpp.total)}\ \text{{{bytes_}}}",
         ],
     )
 
