@@ -17,9 +17,8 @@ from functools import cache, lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
-from mdit_py_plugins.admon import admon_plugin
-from mdit_py_plugins.dollarmath import dollarmath_plugin
-from mdit_py_plugins.footnote import footnote_plugin
+
+from app.cards.markdown_dialect import card_markdown
 
 SYMBOLS = {
     "times": "×", "cdot": "·", "approx": "≈", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥",
@@ -134,17 +133,9 @@ def _script(mark: str, arg: str) -> str:
     return f"{mark}{_operand(arg)}{_SCRIPT_END}"
 
 
-# The same Markdown the cards and quiz are written in (app/cards/service.py, app/quiz/rendering.py).
 @cache
 def _markdown() -> MarkdownIt:
-    return (
-        MarkdownIt("commonmark", {"html": False, "typographer": True})
-        .enable("table")
-        .enable("strikethrough")
-        .use(dollarmath_plugin, allow_space=False, double_inline=True)
-        .use(admon_plugin)
-        .use(footnote_plugin)
-    )
+    return card_markdown()
 
 
 @lru_cache(maxsize=2048)

@@ -12,15 +12,13 @@ from pathlib import Path
 
 import yaml
 from markdown_it import MarkdownIt
-from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.anchors import anchors_plugin
-from mdit_py_plugins.dollarmath import dollarmath_plugin
-from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
 from app.cards.audit import audit_problems, prose_figures
 from app.cards.examples import render_example
+from app.cards.markdown_dialect import card_markdown
 from app.cards.models import (
     CLOSING_SECTIONS,
     FIRST_SECTION,
@@ -57,17 +55,7 @@ def _fence(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-i
 
 
 def _markdown() -> MarkdownIt:
-    # Raw HTML stays off: a card is text, and escaping it keeps a bad card harmless.
-    md = (
-        MarkdownIt("commonmark", {"html": False, "typographer": True})
-        .enable("table")
-        .enable("strikethrough")
-        .use(front_matter_plugin)
-        .use(dollarmath_plugin, allow_space=False, double_inline=True)
-        .use(admon_plugin)
-        .use(anchors_plugin, max_level=3, permalink=True)
-        .use(footnote_plugin)
-    )
+    md = card_markdown().use(front_matter_plugin).use(anchors_plugin, max_level=3, permalink=True)
     md.add_render_rule("fence", _fence)
     return md
 
