@@ -30,7 +30,8 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS
 from app.language import request_language
-from app.quiz.progress import progress_of, states_of
+from app.quiz.progress import progress_of
+from app.quiz.review_queue import states_of
 from app.security import CurrentUser, OptionalUser
 from app.templating import templates
 

@@ -17,7 +17,8 @@ from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import GroupMember, QuizAttempt, StudyGroup
-from app.quiz.progress import TopicProgress, states_of, topic_progress
+from app.quiz.progress import TopicProgress, topic_progress
+from app.quiz.review_queue import states_of
 
 WEEK = timedelta(days=7)
 

@@ -24,13 +24,14 @@ from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
 from app.quiz.mock_router import router as mock_router
-from app.quiz.progress import ReviewCount, review_count, review_results, states_of
+from app.quiz.progress import ReviewCount, review_count, review_results
 from app.quiz.progress_router import router as progress_router
 from app.quiz.review_queue import (
     Mode,
     UnknownTopic,
     new_left_today,
     next_item,
+    states_of,
     topic_cards,
     topics,
 )
