@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     demo_rate_limit: str = Field(
         default="10/minute", description="Demo launches per user and per client address."
     )
+    calibrate_rate_limit: str = Field(
+        default="10/minute",
+        description="Performance-profile fits (the planner's calibration, page and API) per "
+        "user and per client address.",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="text for people, json for one JSON object per line."
     )
@@ -98,7 +103,9 @@ class Settings(BaseSettings):
             raise ValueError("worker_address must look like host:port")
         return value
 
-    @field_validator("login_rate_limit", "register_rate_limit", "demo_rate_limit")
+    @field_validator(
+        "login_rate_limit", "register_rate_limit", "demo_rate_limit", "calibrate_rate_limit"
+    )
     @classmethod
     def _a_rate(cls, value: str) -> str:
         parse_rate(value)  # raises ValueError with the accepted forms

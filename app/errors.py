@@ -66,8 +66,11 @@ def _fragment_or_page(
 
 
 def refusal(request: Request, message: str, status: int) -> Response:
-    """A refused request (CSRF, rate limit) in words: a fragment for htmx, a page otherwise."""
+    """A refused request (CSRF, rate limit) in words: JSON under /api/, a fragment for htmx, a
+    page otherwise."""
     said = translate(message)  # marked with N_() or a Message: in the reader's language
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": str(said)}, status_code=status)
     return _fragment_or_page(request, "refused.html", status, {"message": said})
 
 

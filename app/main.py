@@ -121,7 +121,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all())
     )
     app.state.limits = limits_for(
-        settings.login_rate_limit, settings.register_rate_limit, settings.demo_rate_limit
+        settings.login_rate_limit,
+        settings.register_rate_limit,
+        settings.demo_rate_limit,
+        settings.calibrate_rate_limit,
     )
     app.state.search = SearchIndex(
         app.state.cards.all(),

@@ -147,12 +147,15 @@ def limit_per_user_and_address(
 # before any stream opens.
 count_demo_launch = limit_per_user_and_address("demo", N_("demo launches"))
 DemoLaunchCheck = Depends(limit_per_user_and_address("demo", N_("demo launches"), record=False))
+# A profile fit (the planner's calibration, page and API) counts when it is asked for.
+count_calibration = limit_per_user_and_address("calibrate", N_("calibrations"))
 
 
-def limits_for(login: str, register: str, demo: str) -> dict[str, SlidingWindow]:
+def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str, SlidingWindow]:
     return {
         "login_address": SlidingWindow(parse_rate(login)),
         "login_username": SlidingWindow(parse_rate(login)),
         "register_address": SlidingWindow(parse_rate(register)),
         "demo": SlidingWindow(parse_rate(demo)),
+        "calibrate": SlidingWindow(parse_rate(calibrate)),
     }

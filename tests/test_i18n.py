@@ -270,6 +270,16 @@ def test_every_label_app_calc_shows_is_marked_for_translation() -> None:
     assert missing == {}, "add them to app/calculators/labels.py"
 
 
+def test_every_built_in_profiles_title_is_marked() -> None:
+    from app.calc.profiles import built_in
+    from app.calculators.calibration_view import profile_title, short_title
+
+    titles = {profile_title(name) for name in built_in()}
+    assert titles - set(built_in()), "each built-in profile has a title"
+    shown = titles | {short_title(title) for title in titles}
+    assert shown - _marked() == set(), "add them to app/calculators/labels.py"
+
+
 def test_every_collective_the_communication_page_lists_is_marked() -> None:
     import itertools
 

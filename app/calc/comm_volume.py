@@ -421,6 +421,15 @@ def _cp_calls(layout: CommLayout) -> list[CommCall]:
     return calls
 
 
+def strategy_calls(layout: CommLayout, strategies: tuple[str, ...]) -> list[CommCall]:
+    """step_calls' collectives of `strategies` alone, in step_calls' order (the planner times
+    each strategy with what it depends on)."""
+    _validate(layout)
+    makers = {"dp": _dp_calls, "tp": _tp_calls, "pp": _pp_calls, "ep": _ep_calls,
+              "cp": _cp_calls}  # fmt: skip
+    return [call for name, make in makers.items() if name in strategies for call in make(layout)]
+
+
 def step_calls(layout: CommLayout) -> list[CommCall]:
     """Every collective one GPU takes part in during one training step (module docstring)."""
     _validate(layout)

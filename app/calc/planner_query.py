@@ -19,6 +19,7 @@ from app.calc.hardware import ACCELERATORS
 from app.calc.links import LINKS
 from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import ModelConfig, count_params
+from app.calc.performance import PerformanceProfile, load_profile
 from app.calc.planner import (
     PIPELINE_SCHEDULES,
     RECOMPUTE,
@@ -42,6 +43,7 @@ from app.calc.planner.published import (
     request_for,
     strict_rule,
 )
+from app.calc.profiles import built_in
 from app.calc.training_query import LABELS as TRAINING_LABELS
 from app.calc.training_query import (
     MODEL_FIELDS,
@@ -57,6 +59,7 @@ Say = Callable[[str], str]
 MAX_GPUS = 16_384  # Llama 3 405B's largest run; bounds the search to seconds
 MAX_TOP = 200
 MAX_SEQUENCES = 65_536  # per step; the search tries every micro-batch dividing a replica's share
+MAX_PROFILE_CHARS = 20_000  # a profile's JSON is about 1,000 characters
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ LABELS = {
     "flash_attention": "FlashAttention",
     "uneven_pipeline": "Uneven pipeline stages",
     "matmul_efficiency": "Matmul efficiency",
+    "profile": "Performance profile",
     "top": "Layouts listed",
     "dp": "Layout DP",
     "tp": "Layout TP",
@@ -163,9 +167,25 @@ class PlannerQuery(ModelQuery):
     uneven_pipeline: bool = Field(False, description="allow pp not dividing the layers")
     matmul_efficiency: Annotated[
         float | None,
-        Field(ge=0.05, le=1, description="fraction of peak a matmul reaches; empty: measured MAMF"),
+        Field(
+            ge=0.05,
+            le=1,
+            description="the matmul ceiling as a fraction of peak (the profile's "
+            "gemm_efficiency multiplies it); empty: the measured MAMF",
+        ),
     ] = None
     top: Annotated[int, Field(ge=1, le=MAX_TOP, description="ranked layouts listed")] = 50
+    profile: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_PROFILE_CHARS,
+            description=(
+                f"performance profile: a built-in one's name ({', '.join(built_in())}) or a "
+                "profile's JSON, as `python -m app.calc calibrate` writes it; empty: the "
+                "default, fitted to published Megatron-style runs"
+            ),
+        ),
+    ] = None
 
     # One layout to explain (why not?); all empty: the best. Degrees left out are 1, dp the rest.
     dp: Annotated[int | None, _degree("layout: data parallel")] = None
@@ -206,6 +226,12 @@ class PlannerQuery(ModelQuery):
     @model_validator(mode="after")
     def _consistent(self) -> PlannerQuery:
         problems = self.shape_problems(self.model())
+        try:
+            self.performance_profile()
+        except ValueError as exc:
+            template = N_("The performance profile: %(problem)s")
+            problems.append(Message(template, problem=words_of(exc)))
+            raise ValueError(Message.join("; ", problems)) from None
         gpus = self.gpus_per_node * self.nodes
         if gpus > MAX_GPUS:
             template = N_("GPUs per node × nodes must be at most %(most)s (here %(gpus)s)")
@@ -233,6 +259,10 @@ class PlannerQuery(ModelQuery):
     def gpu_type(self) -> GpuType:
         return GPU_TYPES[self.gpu]
 
+    def performance_profile(self) -> PerformanceProfile | None:
+        """The profile the query names (a built-in one or JSON), or None for the default."""
+        return profile_named(self.profile)
+
     @property
     def published_run(self) -> PublishedRun | None:
         return RUNS[self.run] if self.run else None
@@ -244,8 +274,10 @@ class PlannerQuery(ModelQuery):
     def request(self) -> PlanRequest:
         run = self.published_run
         if run:
+            chosen = self.performance_profile()
             return request_for(run, recipe=self.recipe, optimizer=self.optimizer,
-                               matmul_efficiency=self.matmul_efficiency, top=self.top)  # fmt: skip
+                               matmul_efficiency=self.matmul_efficiency, top=self.top,
+                               **({"profile": chosen} if chosen else {}))  # fmt: skip
         gpu = self.gpu_type
         return plan_request(
             self.model(),
@@ -266,6 +298,7 @@ class PlannerQuery(ModelQuery):
             uneven_pipeline=self.uneven_pipeline,
             matmul_efficiency=self.matmul_efficiency,
             top=self.top,
+            **({"profile": chosen} if (chosen := self.performance_profile()) else {}),
         )
 
     def plan(self) -> Plan:
@@ -283,6 +316,8 @@ class PlannerQuery(ModelQuery):
         tp, pp, cp = self.tp or 1, self.pp or 1, self.cp or 1
         gpus = self.gpus_per_node * self.nodes
         schedule = self.schedule or "1f1b"
+        # Sequence parallelism comes with tp > 1 where the request's framework offers it.
+        offered = self.plan().request.sequence_parallel
         return Layout(
             dp=self.dp or max(1, gpus // (tp * pp * cp)),
             tp=tp,
@@ -295,11 +330,39 @@ class PlannerQuery(ModelQuery):
             micro_batch=self.micro_batch or 1,
             schedule=schedule,
             virtual_stages=self.virtual_stages or (2 if schedule == "interleaved" else 1),
+            sequence_parallel=None if offered else False,
         )
 
     def why_not(self) -> WhyNot | None:
         layout = self.layout()
         return None if layout is None else why_not(self.plan(), layout)
+
+
+@lru_cache(maxsize=64)
+def profile_named(text: str | None) -> PerformanceProfile | None:
+    """A built-in profile by name, a profile from its JSON, or None when `text` is empty;
+    ValueError says what is wrong with it."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text in built_in():
+        return built_in()[text]
+    if not text.startswith("{"):
+        raise ValueError(
+            f"{text[:40]!r} is neither a built-in profile ({', '.join(built_in())}) nor JSON"
+        )
+    return load_profile(text)
+
+
+def profile_data(profile: PerformanceProfile) -> dict[str, Any]:
+    """A profile as plain data: its name, where it came from and every parameter."""
+    return {
+        "name": profile.name,
+        "source": profile.source,
+        "values": profile.values(),
+        "gemm_flops": profile.gemm_flops,
+        "hbm_bytes_per_s": profile.hbm_bytes_per_s,
+    }
 
 
 def run_values(run: PublishedRun) -> dict[str, Any]:
@@ -344,6 +407,8 @@ def cost_data(cost: LayoutCost, pareto: bool) -> dict[str, Any]:
         "model_states_bytes": cost.model_states_bytes,
         "activation_bytes": cost.activation_bytes,
         "other_bytes": cost.other_bytes,
+        "loss_bytes": cost.loss_bytes,
+        "allocator_bytes": cost.allocator_bytes,
         "fits": cost.fits,
         "headroom_bytes": cost.headroom_bytes,
         "step_time_s": cost.step_time_s,
@@ -446,6 +511,7 @@ def planner_result(query: PlannerQuery, say: Say = str) -> dict[str, Any]:
         "seq_len": req.seq_len,
         "token_budget": req.token_budget,
         "matmul_efficiency": req.efficiency,
+        "profile": profile_data(req.profile),
         "enumerated": result.enumerated,
         "valid": result.valid,
         "feasible": result.feasible,

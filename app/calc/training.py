@@ -59,6 +59,15 @@ ActivationSetup, so the two cannot disagree.
 Overhead is one explicit number, 2 GB by default: CUDA context and kernels 1-2 GB
 (Ultra-Scale Playbook, "Memory usage in Transformers"), NCCL buffers ~0.5 GB per
 communicator; the anchors disagree (ShardLab research notes Section 3.7).
+
+Measured (setup.measured, the performance profile's memory parameters, app.calc.performance):
+three more terms, beside the textbook ones, for what a GPU reports. On the stage that holds
+the loss (pp = 1 here) the loss's temporaries beyond the fp32 logits the activations count:
+(logit_bytes - 4) per logit element, 14 - 4 for PyTorch's cross-entropy on fp32 logits
+(tests/demos/test_loss_peak.py); NCCL's buffers, nccl_bytes per communicator (one per
+parallel group of more than one GPU, two for the pipeline's neighbours), with the overhead
+then standing for the CUDA context alone; and the caching allocator's reserve over all that
+it hands out, allocator_fraction of the other terms.
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from app.calc.activations import (
+    LOGITS_BYTES,
     ActivationSetup,
     in_flight_microbatches,
     layer_activations,
@@ -134,6 +144,18 @@ class TrainingSetup:
     grad_bucket_copy: bool = False  # DDP/ZeRO-1 buckets beside the gradients (torch's default)
     zero3_prefetch_layers: int = 1  # DeepSpeed's estimator counts one largest layer
     overhead_bytes: float = 2e9  # CUDA context + NCCL buffers (module docstring)
+    # None: the textbook terms alone; else the terms a GPU reports beyond them (module
+    # docstring, "Measured")
+    measured: MeasuredTerms | None = None
+
+
+@dataclass(frozen=True)
+class MeasuredTerms:
+    """What a GPU reports beyond the textbook count (app.calc.performance's parameters)."""
+
+    logit_bytes: float  # per logit element at the loss's peak (the textbook counts 4)
+    nccl_bytes: float  # per communicator
+    allocator_fraction: float  # reserved over allocated
 
 
 @dataclass(frozen=True)
@@ -372,6 +394,8 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
             "1-2 GB); ~0.5 GB per NCCL communicator; an editable estimate",
         )
     )
+    if setup.measured is not None:
+        terms += _measured_terms(setup, cfg, terms, last_stage)
     return MemoryReport(
         setup=setup,
         params=counts,
@@ -380,6 +404,54 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
         in_flight=in_flight,
         terms=terms,
     )
+
+
+def _measured_terms(
+    setup: TrainingSetup, cfg: ModelConfig, terms: list[Term], last_stage: bool
+) -> list[Term]:
+    """The terms a GPU reports beyond the textbook ones (module docstring, "Measured")."""
+    extra, p, act = setup.measured, setup.parallel, setup.activations
+    assert extra is not None
+    found = []
+    source = "app.calc.performance (the default profile's value unless a profile says)"
+    if last_stage:
+        logits = act.seq_len / p.cp * act.micro_batch * cfg.vocab / p.tp
+        loss = (extra.logit_bytes - LOGITS_BYTES) * logits
+        found.append(
+            Term(
+                key="loss", label="Loss temporaries beyond the fp32 logits", gpu_bytes=loss,
+                cpu_bytes=0.0, formula=r"(b_{\text{logit}} - 4)\,\frac{s\,b\,V}{c\,t}",
+                substituted=rf"({_tex(extra.logit_bytes)} - 4)\times{_tex(logits)} = {_gb(loss)}",
+                source="PyTorch cross-entropy on fp32 logits: bf16 logits, log-softmax, its "
+                "gradient and nll's, 14 bytes per logit at the peak (tests/demos/"
+                f"test_loss_peak.py); {source}",
+            )
+        )  # fmt: skip
+    groups = sum(1 for k in (p.tp, p.cp, p.ep, p.dp * p.cp) if k > 1) + 2 * (p.pp > 1)
+    nccl = extra.nccl_bytes * groups
+    found.append(
+        Term(
+            key="nccl", label="NCCL buffers", gpu_bytes=nccl, cpu_bytes=0.0,
+            formula=r"n_{\text{comm}}\,M_{\text{NCCL}}",
+            substituted=rf"{groups}\times{_tex(extra.nccl_bytes)} = {_gb(nccl)}",
+            source="one communicator per parallel group of more than one GPU, two for the "
+            f"pipeline's neighbours; NCCL_BUFFSIZE per channel and peer; {source}",
+        )
+    )  # fmt: skip
+    allocated = sum(t.gpu_bytes for t in terms) + sum(t.gpu_bytes for t in found)
+    reserve = extra.allocator_fraction * allocated
+    found.append(
+        Term(
+            key="allocator", label="Reserved by the caching allocator", gpu_bytes=reserve,
+            cpu_bytes=0.0, formula=r"f_{\text{alloc}}\,M_{\text{allocated}}",
+            substituted=(
+                rf"{_tex(extra.allocator_fraction)}\times{_tex(allocated)} = {_gb(reserve)}"
+            ),
+            source="PyTorch's CUDA caching allocator rounds and splits blocks by size class "
+            f"(c10/cuda/CUDACachingAllocator.cpp): reserved over allocated; {source}",
+        )
+    )  # fmt: skip
+    return found
 
 
 def _activation_term(

@@ -12,7 +12,9 @@ from app.calc.activations import ActivationSetup
 from app.calc.gpus import GPUS
 from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, ModelConfig, model_with
+from app.calc.performance import measured_terms
 from app.calc.precision import OPTIMIZERS, RECIPES
+from app.calc.profiles import default_profile
 from app.calc.training import Parallelism, TrainingSetup, training_memory, verdict
 
 MODEL_FIELDS = (
@@ -54,6 +56,7 @@ LABELS = {
     "grad_bucket_copy": "DDP copies gradients into its buckets",
     "zero3_prefetch_layers": "ZeRO-3 prefetch (layers)",
     "overhead_gb": "Runtime overhead (GB)",
+    "measured": "As a GPU reports it",
     "gpu": "GPU",
     "unit": "Units",
 }
@@ -143,6 +146,13 @@ class TrainingQuery(ModelQuery):
     )
     zero3_prefetch_layers: Annotated[int, _count(64, ge=0)] = 1
     overhead_gb: Annotated[float, Field(ge=0, le=1000)] = 2.0
+    measured: bool = Field(
+        False,
+        description="add what a GPU reports beyond the textbook terms: the loss's temporaries "
+        "(one stage), NCCL's buffers per communicator and the caching allocator's reserve, "
+        "with the default performance profile's values (app.calc.performance); the overhead "
+        "then stands for the CUDA context alone",
+    )
 
     gpu: GpuName = "h100-80gb"
     unit: Literal["GB", "GiB"] = "GB"
@@ -199,6 +209,7 @@ class TrainingQuery(ModelQuery):
             grad_bucket_copy=self.grad_bucket_copy,
             zero3_prefetch_layers=self.zero3_prefetch_layers,
             overhead_bytes=self.overhead_gb * 1e9,
+            measured=measured_terms(default_profile()) if self.measured else None,
         )  # fmt: skip
 
 

@@ -65,6 +65,7 @@ SHOWN_BY_APP_CALC = (
     N_("Context s (tokens per sequence)"),
     N_("Batch b (sequences)"),
     N_("Runtime overhead (GB)"),
+    N_("As a GPU reports it"),
     N_("GPU memory utilisation u"),
     N_("Units"),
     N_("Schedule"),
@@ -109,6 +110,7 @@ SHOWN_BY_APP_CALC = (
     N_("Uneven pipeline stages"),
     N_("Matmul efficiency"),
     N_("Layouts listed"),
+    N_("Performance profile"),
     N_("Layout distributed optimizer"),
     N_("Operation"),
     N_("Batch B (tokens)"),
@@ -159,6 +161,9 @@ SHOWN_BY_APP_CALC = (
     N_("Optimizer states"),
     N_("Activations"),
     N_("CUDA context, NCCL and allocator overhead"),
+    N_("Loss temporaries beyond the fp32 logits"),
+    N_("NCCL buffers"),
+    N_("Reserved by the caching allocator"),
     N_("Communication buffers"),
     N_("ZeRO-3 gathered parameters and gradients"),
     N_("Gradient bucket"),
@@ -255,4 +260,20 @@ SOURCE_WORDS = (
     N_("an editable estimate"),
     N_("editable"),
     N_("definition"),
+)
+
+# The built-in performance profiles' titles (app.calc.published_runs.PROFILE_TITLES): whole
+# where the planner's result names its profile, up to the bracket in the planner's select
+# (app.calculators.calibration_view.short_title)
+PROFILE_TITLES = (
+    N_(
+        "Megatron-LM and Megatron-style runs (Megatron-LM, Korthikanti et al., Nemotron-4, "
+        "Llama 3), A100 and H100"
+    ),
+    N_("Megatron-LM and Megatron-style runs"),
+    N_(
+        "ZeRO-style data parallelism on A100 (MT-NLG's DeepSpeed, BLOOM's Megatron-DeepSpeed, "
+        "OPT's FSDP)"
+    ),
+    N_("ZeRO-style data parallelism on A100"),
 )

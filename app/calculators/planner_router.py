@@ -21,7 +21,18 @@ from app.calc.planner_query import (
     planner_result,
 )
 from app.calc.precision import OPTIMIZERS, RECIPES
+from app.calc.profiles import DEFAULT, built_in
 from app.calc.training_query import MODEL_FIELDS
+from app.calculators.calibration_view import (
+    EXAMPLE_CSV,
+    MAX_CROSS_VALIDATED_RUNS,
+    MAX_RUNS,
+    MAX_TEXT_BYTES,
+    MIN_CROSS_VALIDATED_RUNS,
+    profile_choices,
+    profile_title,
+    short_title,
+)
 from app.calculators.communication_view import seconds
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
@@ -54,10 +65,14 @@ class LayoutOut(BaseModel):
 class CostOut(BaseModel):
     layout: LayoutOut
     microbatches: int = Field(description="m: micro-batches per step per pipeline")
-    memory_bytes: float = Field(description="per GPU, the first pipeline stage")
+    memory_bytes: float = Field(
+        description="per GPU at the stage where it peaks, as the allocator reserves it"
+    )
     model_states_bytes: float
     activation_bytes: float
-    other_bytes: float
+    other_bytes: float = Field(description="buffers, CUDA context and NCCL's buffers")
+    loss_bytes: float = Field(description="the loss's temporaries beyond an fp32 logits copy")
+    allocator_bytes: float = Field(description="reserved by the caching allocator, not handed out")
     fits: bool
     headroom_bytes: float
     step_time_s: float
@@ -132,6 +147,14 @@ class PublishedOut(BaseModel):
     slowdown: float | None = Field(description="step time / the best layout's")
 
 
+class ProfileOut(BaseModel):
+    name: str
+    source: str
+    values: dict[str, float] = Field(description="every named parameter (app.calc.performance)")
+    gemm_flops: float | None
+    hbm_bytes_per_s: float | None
+
+
 class PlannerResult(BaseModel):
     model: str
     total_params: int
@@ -142,6 +165,7 @@ class PlannerResult(BaseModel):
     seq_len: int
     token_budget: float
     matmul_efficiency: float
+    profile: ProfileOut = Field(description="the performance profile the step times come from")
     enumerated: int
     valid: int
     feasible: int
@@ -185,16 +209,44 @@ def _options() -> dict[str, object]:
             (slug, label, source, share_url(PAGE, values))
             for slug, (label, source, values) in RUN_PRESETS.items()
         ],
+        "profiles": [
+            (value, name, title, short_title(title)) for value, name, title in profile_choices()
+        ],
+        "runs_header": EXAMPLE_CSV.split("\n", 1)[0],
+        "limits": {
+            "runs": MAX_RUNS,
+            "kb": MAX_TEXT_BYTES // 1000,
+            "least": MIN_CROSS_VALIDATED_RUNS,
+            "most": MAX_CROSS_VALIDATED_RUNS,
+        },  # fmt: skip
         "fmt": {"seconds": seconds, "memory": memory},
     }
 
 
-def _context(request: Request) -> tuple[dict[str, object], int]:
+def _profile_choice(profile: str | None) -> dict[str, object]:
+    """How the form and the result name the query's profile: the select's value, the query's
+    own profile (JSON, or a name that is not built in) where it is none of the built-in ones,
+    and a built-in one's title."""
+    name = (profile or "").strip() or DEFAULT
+    if name in built_in():
+        value = "" if name == DEFAULT else name
+        return {
+            "profile_value": value,
+            "custom_profile": None,
+            "profile_title": profile_title(name),
+        }
+    return {"profile_value": profile, "custom_profile": profile, "profile_title": None}
+
+
+def planner_context(request: Request) -> tuple[dict[str, object], int]:
+    """The planner page's (or fragment's) context for the request's inputs, and its status."""
     raw = query_inputs(request)
     query, errors = parse_form(PlannerQuery, raw, LABELS)
     if query is None:
         defaults = PlannerQuery.model_construct().model_dump()
-        return {"errors": errors, "query": None, "values": {**defaults, **raw}, **_options()}, 422
+        choice = _profile_choice(raw.get("profile"))
+        return {"errors": errors, "query": None, "values": {**defaults, **raw}, **choice,
+                **_options()}, 422  # fmt: skip
     view = planner_view(query)
     values = query.model_dump()
     model = query.model()
@@ -209,11 +261,12 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
         "picked": chosen["layout"] if chosen else None,
         "layout_url": lambda layout: layout_url(query, layout),
         "share_url": shareable_url(query),
+        **_profile_choice(query.profile),
         **_options(),
     }, 200
 
 
-add_calculator_pages(router, PAGE, "planner", _context)
+add_calculator_pages(router, PAGE, "planner", planner_context)
 
 
 @router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])

@@ -16,9 +16,11 @@ from pydantic import BaseModel, ValidationError
 from app.calc.communication_query import CommunicationQuery
 from app.calc.compute_query import ComputeQuery
 from app.calc.model import PRESETS
+from app.calc.performance import measured_terms
 from app.calc.pipeline_query import PipelineQuery
 from app.calc.planner import LayoutCost, training_setup
 from app.calc.planner_query import PlannerQuery, chosen_cost, planner_result
+from app.calc.profiles import default_profile
 from app.calc.training_query import MODEL_FIELDS, TrainingQuery
 from app.calculators import communication_router, compute_router, pipeline_router, training_router
 from app.calculators.communication_view import seconds
@@ -27,21 +29,27 @@ from app.i18n import N_, say
 
 STEP_LABELS = {
     "compute": N_("Compute"),
+    "memory_bound": N_("Memory-bound kernels"),
     "recompute": N_("Recompute"),
     "exposed_tp": N_("Exposed TP communication"),
     "exposed_cp_ep": N_("Exposed CP / EP communication"),
     "exposed_pp": N_("Exposed PP sends"),
     "exposed_dp": N_("Exposed DP communication"),
     "bubble": N_("Pipeline bubble"),
+    "fixed": N_("Fixed costs (kernel launches, per micro-batch, per step)"),
 }
 MEMORY_LABELS = {
     "model_states": N_("Model states (weights, gradients, optimizer)"),
     "activations": N_("Activations"),
-    "other": N_("Other (buffers, runtime overhead)"),
+    "loss": N_("Loss temporaries over the fp32 logits"),
+    "other": N_("Other (buffers, CUDA context, NCCL)"),
+    "allocator": N_("Reserved by the caching allocator"),
 }
 # The card that explains each term (content/cards/<id>.md).
 TERM_CARDS = {
     "compute": "training-time-mfu",
+    "memory_bound": "roofline",
+    "fixed": "training-time-mfu",
     "recompute": "activation-checkpointing",
     "exposed_tp": "tensor-parallel",
     "exposed_cp_ep": "context-parallel",
@@ -50,11 +58,15 @@ TERM_CARDS = {
     "bubble": "pipeline-bubble",
     "model_states": "zero-stages",
     "activations": "zero-and-activations",
+    "loss": "memory-anatomy",
     "other": "memory-anatomy",
+    "allocator": "memory-anatomy",
 }
 # The calculator that computes each term: "training", "pipeline", "communication", "compute".
 TERM_CALCULATORS = {
     "compute": "compute",
+    "memory_bound": "compute",
+    "fixed": "compute",
     "recompute": "compute",
     "exposed_tp": "communication",
     "exposed_cp_ep": "communication",
@@ -63,7 +75,9 @@ TERM_CALCULATORS = {
     "bubble": "pipeline",
     "model_states": "training",
     "activations": "training",
+    "loss": "training",
     "other": "training",
+    "allocator": "training",
 }
 CALCULATOR_NAMES = {
     "training": N_("training-memory calculator"),
@@ -121,6 +135,10 @@ def training_url(query: PlannerQuery, cost: LayoutCost) -> str | None:
         "schedule": setup.schedule, "virtual_stages": setup.virtual_stages,
         "bucket_mb": setup.bucket_mb, "zero3_prefetch_layers": setup.zero3_prefetch_layers,
         "overhead_gb": setup.overhead_bytes / 1e9, "gpu": query.gpu_type.memory,
+        # The terms a GPU reports beyond the textbook, with the default profile's values,
+        # when the planner's profile has those values too.
+        "measured": measured_terms(query.plan().request.profile)
+        == measured_terms(default_profile()),
     }  # fmt: skip
     return _valid_url(TrainingQuery, values, training_router.shareable_url)
 
@@ -128,7 +146,7 @@ def training_url(query: PlannerQuery, cost: LayoutCost) -> str | None:
 def _per_microbatch(cost: LayoutCost) -> tuple[float, float, float]:
     """(t_f, t_b, t_w) per micro-batch as the planner's bubble takes them (app.calc.planner)."""
     m, step = cost.microbatches, cost.step
-    forward = step.compute / (3 * m)
+    forward = (step.compute + step.memory_bound + step.fixed) / (3 * m)
     exposed = (step.exposed_tp + step.exposed_cp_ep) / m
     return forward + exposed / 2, forward + step.recompute / m + exposed / 2, forward
 
@@ -230,7 +248,9 @@ def planner_view(query: PlannerQuery) -> PlannerView:
         parts = {
             "model_states": cost.model_states_bytes,
             "activations": cost.activation_bytes,
+            "loss": cost.loss_bytes,
             "other": cost.other_bytes,
+            "allocator": cost.allocator_bytes,
         }
         memory_terms = _terms(MEMORY_LABELS, parts, memory, urls)
     return PlannerView(result, cost, step_terms, memory_terms, json.dumps(_chart(result)), url)

@@ -1,6 +1,10 @@
 """The mock interview's "design the run": a scenario (app.quiz.layouts), the learner's layout,
 and a score against the planner (app.calc.planner).
 
+The planner costs layouts with the calibrated default profile (app/calc/profiles/), and every
+verdict that compares step times says how uncertain they are: the profile's error on published
+runs held out of its fit (mean and worst), which the 5% of full marks is wider than.
+
 Scoring, one function whatever the form or page it came from:
 - the layout breaks a rule, or does not fit in memory: 0, naming the rule or the GB missing;
 - it fits and its step is within FULL_MARKS_WITHIN of the planner's best: 1;
@@ -18,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session
 
 from app.calc.messages import N_, Message
+from app.calc.performance import PerformanceProfile
 from app.calc.planner import RULES, Layout, LayoutCost, Rejected, why_not
 from app.calc.units import to_gb
 from app.quiz.layouts import SCENARIOS, TERM_TEXT, scenario_plan
@@ -94,6 +99,19 @@ def _on_front(cost: LayoutCost, front: tuple[LayoutCost, ...]) -> bool:
     )
 
 
+def uncertainty(profile: PerformanceProfile) -> Message:
+    """' Its step times are off by 3.6% on average ...': how far the profile's step times were
+    from published runs held out of its fit; empty where the profile does not say."""
+    if profile.held_out_mean_error is None or profile.held_out_worst_error is None:
+        return Message("")
+    template = N_(
+        " The planner's step times come from the profile %(name)s, fitted to published runs: "
+        "on runs held out of the fit they were off by %(mean)s on average, %(worst)s at worst."
+    )
+    return Message(template, name=profile.name, mean=f"{profile.held_out_mean_error:.1%}",
+                   worst=f"{profile.held_out_worst_error:.1%}")  # fmt: skip
+
+
 def score_design(answer: DesignAnswer) -> DesignScore:
     """The learner's layout against the planner's plan of the scenario (module docstring)."""
     plan_ = scenario_plan(answer.scenario)
@@ -144,6 +162,8 @@ def score_design(answer: DesignAnswer) -> DesignScore:
         best_step=f"{best.step_time_s:.2f}",
         best_memory=f"{to_gb(best.memory_bytes):.1f}",
     )
+    numbers = Message("%(numbers)s%(uncertainty)s", numbers=numbers,
+                      uncertainty=uncertainty(plan_.request.profile))  # fmt: skip
     if slowdown <= 1 + FULL_MARKS_WITHIN:
         template = N_("Full marks: it fits and is within %(within)s of the best step. %(numbers)s")
         text = Message(template, within=f"{FULL_MARKS_WITHIN:.0%}", numbers=numbers)

@@ -4,6 +4,7 @@ properties every plan keeps."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from app.calc.comm_volume import CommLayout
 from app.calc.flops import megatron_flops_per_iteration, training_flops_per_token
 from app.calc.links import LINKS, alpha_beta_time
 from app.calc.model import PRESETS, ModelConfig
+from app.calc.performance import PerformanceProfile, hardware
 from app.calc.planner import (
     Layout,
     LayoutCost,
@@ -27,9 +29,10 @@ from app.calc.planner import (
     violations,
     why_not,
 )
-from app.calc.planner.costs import Costs, comm_seconds
+from app.calc.planner.costs import Costs, comm_seconds, communicator_bytes
 from app.calc.planner.rules import degrees_of
 from app.calc.planner.search import _divisors
+from app.calc.planner.work import head_pass, layer_pass
 from app.calc.training import training_memory
 
 # 4 layers, h 64, 4 MHA heads, SwiGLU 256, vocab 128: P_layer = 4*64*64 + 3*64*256 = 65536.
@@ -67,36 +70,77 @@ def test_eight_gpus_counted_by_hand() -> None:
     assert (result.enumerated, result.valid, result.feasible) == (92, 82, 82)
 
 
+PROFILE = PerformanceProfile(
+    intra_link_efficiency=0.5, overlap_slowdown=0.25, kernel_overhead_s=1e-6,
+    microbatch_overhead_s=1e-5, step_overhead_s=1e-3, allocator_fraction=0.1,
+)  # fmt: skip
+
+
 def test_one_layout_step_time_term_by_term() -> None:
     # tp=2, pp=2, dp=2, ZeRO-0, no recompute, b=1, 1F1B: m = 8 / 2 / 1 = 4 micro-batches.
-    req = tiny_request(matmul_efficiency=0.5)
+    req = tiny_request(matmul_efficiency=0.5, profile=PROFILE)
     lay = Layout(dp=2, tp=2, pp=2)
     cost = evaluate(req, lay)
     assert isinstance(cost, LayoutCost)
     assert cost.microbatches == 4
-    speed = 989.4e12 * 0.5
-    # Stage forward per token: 2 layers x (2*65536 + 4*16*64) + 2 * (128*64/2) = 278528;
-    # 16 tokens over tp=2: 8 per GPU.
-    t_f = 278528 * 8 / speed
-    tp_call = alpha_beta_time(512 * 2, 1, NVLINK)  # (t-1)/t * b*s*h = 512 bf16 values
+    hw = hardware(PROFILE, 989.4e12, 0.5, 3.35e12)
+    # Equal stages (pp divides the layers): the last one sets the pace, 2 layers and the
+    # output layer with the loss. One micro-batch of one 16-token sequence, tp 2 with SP.
+    layer = layer_pass(TINY, 16, 1, 2, True, 1, 1, True, False, hw)
+    head = head_pass(TINY, 16, 1, 2, True, 1, hw)
+    compute = 2 * layer.compute_s + head.compute_s
+    memory = 2 * layer.memory_s + head.memory_s
+    fixed = (2 * layer.kernels + head.kernels) * 1e-6 + 1e-5
+    link = replace(NVLINK, bandwidth_bytes_per_s=450e9 * 0.5)  # the profile's bus bandwidth
+    tp_call = alpha_beta_time(512 * 2, 1, link)  # (t-1)/t * b*s*h = 512 bf16 values
     tp_mb = 16 * tp_call  # 4 all-gathers + 4 reduce-scatters per layer, 2 layers (SP)
-    # DP: all-reduce of the first stage's 2*(65536/2 + 128) + 128*64/2 = 69888 params.
-    dp_step = alpha_beta_time(2 * (1 / 2) * 69888 * 2, 2, NVLINK)
-    pp_call = alpha_beta_time(512 * 2, 1, NVLINK)  # b*s*h/t values each way
-    assert cost.step.compute == pytest.approx(4 * 3 * t_f)
+    # DP: all-reduce of the first stage's 2*(65536/2 + 128) + 128*64/2 = 69888 params, hidden
+    # behind 2/3 of a micro-batch's compute at a quarter of the overlap's time.
+    dp_step = alpha_beta_time(2 * (1 / 2) * 69888 * 2, 2, link)
+    window = 2 / 3 * (compute + memory)
+    hidden = min(dp_step, window)
+    pp_call = alpha_beta_time(512 * 2, 1, link)  # b*s*h/t values each way
+    report = training_memory(training_setup(req, lay, 4))
+    moved = sum(
+        report.term(k).gpu_bytes * n
+        for k, n in (("master", 2), ("optimizer", 2), ("grads", 1), ("weights", 1))
+    )
+    assert cost.step.compute == pytest.approx(4 * compute)
+    assert cost.step.memory_bound == pytest.approx(4 * memory + moved / hw.hbm_bytes_per_s)
     assert cost.step.recompute == 0
     assert cost.step.exposed_tp == pytest.approx(4 * tp_mb)
     assert cost.step.exposed_cp_ep == 0
     assert cost.step.exposed_pp == pytest.approx(2 * 4 * pp_call)
-    assert cost.step.exposed_dp == pytest.approx(dp_step - 3 * t_f)
-    # 1F1B bubble (p-1)(t_f + t_b + t_w), TP time split between forward and backward.
-    assert cost.step.bubble == pytest.approx(3 * t_f + tp_mb)
+    assert cost.step.exposed_dp == pytest.approx(dp_step - hidden + 0.25 * hidden)
+    # 1F1B bubble (p-1)(t_f + t_b + t_w): a third of the micro-batch each, TP time split
+    # between forward and backward.
+    assert cost.step.bubble == pytest.approx(compute + memory + fixed + tp_mb)
+    assert cost.step.fixed == pytest.approx(4 * fixed + 1e-3)
     assert cost.step_time_s == pytest.approx(sum(cost.step.terms().values()))
     tokens_per_s = 128 / cost.step_time_s
     assert cost.tokens_per_s == pytest.approx(tokens_per_s)
     model_flops = 128 * training_flops_per_token(65536, 4, 128 * 64, 16, 64)
     assert cost.mfu == pytest.approx(model_flops / cost.step_time_s / (8 * 989.4e12))
     assert cost.days == pytest.approx(1e9 / tokens_per_s / 86400)
+    # Memory: the first stage's textbook terms (it keeps 2 micro-batches) plus NCCL's buffers
+    # for its tp, dp and two pipeline communicators, and the allocator's reserve over that.
+    allocated = report.gpu_bytes + 4 * PROFILE.nccl_bytes
+    assert cost.loss_bytes == 0  # 1F1B's first stage holds more than the last with its loss
+    assert cost.allocator_bytes == pytest.approx(0.1 * allocated)
+    assert cost.memory_bytes == pytest.approx(1.1 * allocated)
+
+
+def test_the_loss_peak_sets_memory_where_the_logits_are_large() -> None:
+    # One stage, a 32k vocabulary over 4096 tokens: the loss's temporaries, 14 - 4 bytes per
+    # logit beyond app.calc.activations' fp32 copy, outweigh the first stage's activations.
+    cfg = ModelConfig(layers=2, hidden=256, heads=4, kv_heads=4, ffn_hidden=512, vocab=32768)
+    req = plan_request(cfg, cluster(nodes=1), 8 * 4096, 4096, 1e9, profile=PROFILE)
+    cost = evaluate(req, Layout(dp=8))
+    assert isinstance(cost, LayoutCost)
+    assert cost.loss_bytes == pytest.approx((14 - 4) * 4096 * 32768)
+    report = training_memory(training_setup(req, Layout(dp=8), 1))
+    allocated = report.gpu_bytes + cost.loss_bytes + PROFILE.nccl_bytes
+    assert cost.memory_bytes == pytest.approx(1.1 * allocated)
 
 
 def test_placement_is_tp_cp_ep_dp_pp() -> None:
@@ -164,9 +208,18 @@ def test_every_plan_keeps_its_properties(req: object) -> None:
         assert cost.layout.world_size == gpus
         assert cost.fits and cost.memory_bytes <= req.cluster.gpu_memory_bytes
         assert not violations(req, cost.layout)
-        # The planner's memory is app.calc.training's, called directly.
+        # The planner's memory is app.calc.training's, called directly, with NCCL's buffers,
+        # and the caching allocator's reserve over all that is allocated; where the last
+        # stage's loss peaks higher than the first stage, more.
         setup = training_setup(req, cost.layout, cost.microbatches)
-        assert cost.memory_bytes == pytest.approx(training_memory(setup).gpu_bytes)
+        textbook = training_memory(setup).gpu_bytes
+        textbook += communicator_bytes(req.profile, degrees_of(cost.layout))
+        allocated = cost.memory_bytes - cost.allocator_bytes
+        assert cost.allocator_bytes == pytest.approx(req.profile.allocator_fraction * allocated)
+        if cost.loss_bytes == 0:
+            assert allocated == pytest.approx(textbook)
+        else:
+            assert allocated > textbook
     steps = [round(c.step_time_s, 6) for c in result.ranked]  # a microsecond is a tie
     assert steps == sorted(steps)
     for a in result.pareto:  # non-dominated
@@ -217,7 +270,7 @@ def test_comm_read_from_three_calls_matches_direct(req: object, data: st.DataObj
     d = degrees_of(lay)
     costs = Costs(req)
     grid = costs.grid(d)
-    _, _, dp_step, dp_mb = costs.zero_terms(d, lay.zero_stage, lay.distributed_optimizer)
+    _, _, dp_step, dp_mb, _ = costs.zero_terms(d, lay.zero_stage, lay.distributed_optimizer)
     direct = comm_seconds(
         req,
         CommLayout(req.model, lay.dp, lay.tp, lay.pp, lay.ep, lay.cp,

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.calc.model import ModelConfig
-from app.calc.planner import Layout, PlanRequest, cluster, placement, plan_request
-from app.calc.planner.costs import Costs, comm_seconds, training_setup
+from app.calc.planner import Layout, PlanRequest, cluster, placement, plan, plan_request
+from app.calc.planner.costs import Costs, comm_seconds, communicator_bytes, training_setup
 from app.calc.planner.request import RECOMPUTE, ZERO_OPTIONS
 from app.calc.planner.rules import Degrees, degree_rules
 from app.calc.planner.search import (
@@ -108,11 +108,33 @@ def test_shared_costs_are_each_splits_own(req: PlanRequest, zero_first: bool) ->
             report = training_memory(training_setup(req, own))
             states = report.model_states_gpu_bytes
             other = report.gpu_bytes - states - report.term("activations").gpu_bytes
+            other += communicator_bytes(req.profile, d)
             stage = 1 if dist else zero
             t1, t2 = (
                 comm_seconds(req, costs._comm_layout(d, stage, 1, m), links)["dp"] for m in (1, 2)
             )
-            assert costs.zero_terms(d, zero, dist) == (states, other, 2 * t1 - t2, t2 - t1)
+            moved = sum(
+                report.term(k).gpu_bytes * n
+                for k, n in (("master", 2), ("optimizer", 2), ("grads", 1), ("weights", 1))
+            )
+            assert costs.zero_terms(d, zero, dist) == (
+                states, other, 2 * t1 - t2, t2 - t1, moved / costs.hw.hbm_bytes_per_s
+            )  # fmt: skip
+
+
+@settings(max_examples=10, deadline=None)
+@given(requests)
+def test_the_arrays_give_each_layouts_own_step_time(req: PlanRequest) -> None:
+    # The search ranks on numpy arrays (costs.step_numbers over a block's axes); the layouts
+    # it lists are costed one by one (Costs.cost). Each listed layout's own step time, to the
+    # microsecond, is among the array's, and as many layouts are faster by either count.
+    result = plan(req)
+    times = set(result.step_times_s)
+    for index, cost in enumerate(result.ranked):
+        fresh = Costs(req).cost(cost.layout)
+        assert fresh.step_time_s == cost.step_time_s
+        assert round(cost.step_time_s, 6) in times
+        assert result.rank_of(cost.step_time_s) <= index + 1
 
 
 @settings(max_examples=200)

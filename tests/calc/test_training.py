@@ -13,6 +13,7 @@ from app.calc.memory import ZERO_STAGES, model_states_per_gpu
 from app.calc.model import PRESETS, ModelConfig, count_params
 from app.calc.training import (
     MAX_MICRO_BATCH,
+    MeasuredTerms,
     Parallelism,
     TrainingSetup,
     memory_vs_dp,
@@ -318,3 +319,29 @@ def test_memory_vs_dp_leaves_out_degrees_expert_parallelism_cannot_use() -> None
 def test_rejects_impossible_setups(parallel: Parallelism, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         training_memory(TrainingSetup(TINY, parallel, SHORT))
+
+
+def test_measured_terms_are_what_a_gpu_reports_beyond_the_textbook() -> None:
+    # One stage, tp 2 and dp 4 on a 32k vocabulary: the loss's temporaries, 14 - 4 bytes per
+    # logit of 2 x 4096 tokens over 32,000 / 2 vocabulary entries; two communicators (tp, dp);
+    # the allocator's 10% over everything else.
+    cfg = PRESETS["llama2-7b"]
+    setup = TrainingSetup(
+        model=cfg,
+        parallel=Parallelism(dp=4, tp=2),
+        activations=ActivationSetup(seq_len=4096, micro_batch=2, tp=2, sp=True),
+        overhead_bytes=0.6e9,
+    )
+    textbook = training_memory(setup)
+    measured = training_memory(replace(setup, measured=MeasuredTerms(14, 0.2e9, 0.1)))
+    extra = {t.key: t.gpu_bytes for t in measured.terms[len(textbook.terms) :]}
+    assert extra["loss"] == pytest.approx(10 * 2 * 4096 * 32000 / 2)
+    assert extra["nccl"] == pytest.approx(2 * 0.2e9)
+    allocated = textbook.gpu_bytes + extra["loss"] + extra["nccl"]
+    assert extra["allocator"] == pytest.approx(0.1 * allocated)
+    assert measured.gpu_bytes == pytest.approx(1.1 * allocated)
+    # With a pipeline the first stage, which this report shows, holds no loss.
+    piped = replace(setup, parallel=Parallelism(dp=2, tp=2, pp=2),
+                     measured=MeasuredTerms(14, 0.2e9, 0.1))  # fmt: skip
+    keys = [t.key for t in training_memory(piped).terms]
+    assert "loss" not in keys and keys[-2:] == ["nccl", "allocator"]

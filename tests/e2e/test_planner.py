@@ -1,12 +1,16 @@
 """The layout planner in a real Chromium: pick a model, see the Pareto chart and the breakdown,
-sort the table, ask why not, and carry a layout to the training-memory calculator."""
+sort the table, ask why not, carry a layout to the training-memory calculator, and calibrate the
+profile to uploaded runs."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+
+from app.calculators.calibration_view import EXAMPLE_CSV
 
 pytestmark = pytest.mark.browser
 
@@ -65,3 +69,37 @@ def test_a_published_run_stays_published_while_its_free_knobs_change(page: Page)
     expect(page).to_have_url(re.compile(r"run=bloom-176b.*top=20"))
     expect(page.locator("#published")).to_contain_text("Rank")
     expect(page.locator(".errors")).to_have_count(0)
+
+
+def test_calibrating_to_uploaded_runs_then_planning_with_the_profile(
+    page: Page, tmp_path: Path
+) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto("/calculators/planner")
+    # A built-in profile re-plans like any other input.
+    page.select_option("#profile-select", "zero-a100")
+    expect(page.locator("#planner-profile strong")).to_have_text("zero-a100")
+    expect(page).to_have_url(re.compile(r"profile=zero-a100"))
+    page.fill("#planner-form input[name=nodes]", "2")
+    expect(page).to_have_url(re.compile(r"nodes=2"))
+    # Upload four runs and fit.
+    runs = tmp_path / "my-runs.csv"
+    runs.write_text(EXAMPLE_CSV)
+    page.locator("#calibrate > summary").click()
+    page.set_input_files("#calibrate-form input[name=runs_file]", str(runs))
+    page.locator("#calibrate-form button[type=submit]").click()
+    table = page.locator("#calibration-runs")
+    for row in EXAMPLE_CSV.splitlines()[1:]:
+        expect(table.locator(f'tr[data-run="{row.split(",")[0]}"]')).to_be_visible()
+    summary = page.locator("#calibration-summary")
+    expect(summary).to_contain_text("Fitted to 4 runs")
+    expect(summary).to_contain_text("leave-one-out")
+    # Plan with it: the planner's inputs are kept, the profile is the fitted one.
+    page.locator("#plan-with-profile").click()
+    expect(page).to_have_url(re.compile(r"nodes=2.*profile=%7B"))
+    line = page.locator("#planner-profile")
+    expect(line).to_contain_text("Step times from your calibrated profile calibrated")
+    expect(line).to_contain_text("fitted to 4 measured runs")
+    expect(page.locator("#profile-select option:checked")).to_have_text("your calibrated profile")
+    assert not [e for e in errors if "Content Security Policy" in e], errors

@@ -60,6 +60,18 @@ def test_a_slower_layout_scores_partial_and_blames_a_term() -> None:
     assert "exposed TP communication" in result.explanation
 
 
+def test_a_step_time_verdict_says_how_uncertain_the_planner_is() -> None:
+    # The default profile's errors on published runs held out of its fit, as stored with it.
+    profile = scenario_plan(SCENARIO).request.profile
+    assert profile.name == "published" and profile.held_out_worst_error is not None
+    mean, worst = f"{profile.held_out_mean_error:.1%}", f"{profile.held_out_worst_error:.1%}"
+    for layout in (Layout(dp=4, tp=8, pp=2, zero_stage=1), scenario_plan(SCENARIO).best.layout):
+        text = score_design(_answer(layout)).explanation
+        assert f"off by {mean} on average, {worst} at worst" in text
+    # A verdict that compares no step times says nothing of them.
+    assert "off by" not in score_design(_answer(Layout(dp=64))).explanation
+
+
 @pytest.mark.parametrize(
     ("fields", "verdict", "named"),
     [

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from app.calc.commands.options import add_model_options, parse_model_options, print_json
+from app.calc.commands.options import (
+    OPTION_PREFIX,
+    add_model_options,
+    parse_model_options,
+    print_json,
+)
 from app.calc.planner_query import PlannerQuery, planner_result
 
 ROWS = 15
@@ -23,7 +29,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "the Pareto front of step time and memory; and how many candidates each rule cut.\n"
             "Give a layout (--dp, --tp, ...) to see why it is not the best. Model fields left\n"
             "out come from --preset. --run SLUG takes a published run's model, cluster, batch\n"
-            "and layout (app.calc.planner.published) and sets its figure beside the planner's.\n\n"
+            "and layout (app.calc.planner.published) and sets its figure beside the planner's.\n"
+            "--profile takes a built-in performance profile's name or a profile file written by\n"
+            "`python -m app.calc calibrate` (or bench/gpu_profile.py).\n\n"
             "  python -m app.calc plan --preset llama3-8b --nodes 1\n"
             "  python -m app.calc plan --preset llama3-70b --nodes 4 --dp 4 --tp 8 --json\n"
             "  python -m app.calc plan --run bloom-176b"
@@ -47,6 +55,9 @@ def _layout(layout: dict) -> str:
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    profile = getattr(args, f"{OPTION_PREFIX}profile", None)
+    if profile and Path(profile).is_file():
+        setattr(args, f"{OPTION_PREFIX}profile", Path(profile).read_text())
     query = parse_model_options(parser, args, PlannerQuery)
     result = planner_result(query)
     if args.json:
@@ -57,6 +68,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         f"{n['gpu_name']} ({n['nodes']} x {n['gpus_per_node']}); "
         f"{result['global_batch_sequences']} sequences of {result['seq_len']} tokens per step"
     )
+    print(f"performance profile: {result['profile']['name']}")
     print(
         f"{result['enumerated']} candidates, {result['valid']} valid, "
         f"{result['feasible']} fit; fastest first (* on the Pareto front):"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.calc.comm_volume import DTYPE_BYTES
@@ -12,6 +12,8 @@ from app.calc.hardware import ACCELERATORS, Accelerator, peak_flops
 from app.calc.links import LINKS, Link
 from app.calc.messages import N_, Message
 from app.calc.model import PRESETS, ModelConfig, from_hf_config
+from app.calc.performance import PerformanceProfile
+from app.calc.profiles import default_profile
 
 MAMF_SOURCE = (
     "stas00/ml-engineering compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS "
@@ -28,23 +30,27 @@ PLACEMENT_SOURCE = (
 )
 STEP_TERMS = (
     "compute",
+    "memory_bound",
     "recompute",
     "exposed_tp",
     "exposed_cp_ep",
     "exposed_pp",
     "exposed_dp",
     "bubble",
+    "fixed",
 )
 # Each term named inside a sentence ("the largest gap is ..."): the why-not answer and the
 # layout quizzes say them, in the reader's language where a page shows them.
 STEP_TERM_WORDS = {
     "compute": N_("compute"),
+    "memory_bound": N_("memory-bound work (norms, activations, loss, optimizer)"),
     "recompute": N_("the recomputation"),
     "exposed_tp": N_("exposed TP communication"),
     "exposed_cp_ep": N_("exposed CP/EP communication"),
     "exposed_pp": N_("exposed pipeline sends"),
     "exposed_dp": N_("exposed DP (gradient reduce / ZeRO gathers)"),
     "bubble": N_("the pipeline bubble"),
+    "fixed": N_("fixed costs (kernel launches, per micro-batch and per step)"),
 }
 PIPELINE_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "gpipe")
 RECOMPUTE = ("none", "selective", "full")
@@ -118,10 +124,17 @@ class PlanRequest:
     flash_attention: bool = True
     dropout: bool = False
     matmul_efficiency: float | None = None  # None: MAMF of the accelerator (module docstring)
-    overhead_bytes: float = 2e9  # app.calc.training's CUDA context + NCCL estimate
+    # The performance model's parameters (app.calc.performance); None: the built-in profile
+    # fitted to published runs (app.calc.profiles)
+    profile: PerformanceProfile = field(default_factory=lambda: default_profile())
     uneven_pipeline: bool = False  # allow pp (or pp x v) not dividing the layers: ceil(L/p)
     schedules: tuple[str, ...] = ("1f1b", "interleaved", "zb-h1")
     recompute_modes: tuple[str, ...] = RECOMPUTE
+    # What the framework offers, for the search and the rules: a run of 2021 had neither
+    # sequence nor context parallelism, nor any ZeRO (app.calc.planner.published).
+    sequence_parallel: bool = True
+    context_parallel: bool = True
+    zero_options: tuple[tuple[int, bool], ...] = ZERO_OPTIONS
     max_micro_batch: int = 64
     max_virtual_stages: int = 8
     top: int = 50  # ranked layouts kept in the Plan
@@ -129,6 +142,11 @@ class PlanRequest:
     @property
     def global_batch_sequences(self) -> int:
         return self.global_batch_tokens // self.seq_len
+
+    @property
+    def overhead_bytes(self) -> float:
+        """The CUDA context on each GPU; NCCL's buffers are counted per communicator."""
+        return self.profile.context_bytes
 
     @property
     def efficiency(self) -> float:
@@ -170,6 +188,8 @@ def check_request(req: PlanRequest) -> None:
     if req.dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}")
     peak_flops(req.cluster.accelerator, req.dtype)
+    if not set(req.zero_options) <= set(ZERO_OPTIONS) or (0, False) not in req.zero_options:
+        raise ValueError("zero_options must be among ZERO_OPTIONS and include (0, False)")
     unknown = set(req.schedules) - set(PIPELINE_SCHEDULES)
     unknown |= set(req.recompute_modes) - set(RECOMPUTE)
     if unknown:

@@ -12,13 +12,15 @@ from app.calc.planner.request import STEP_TERMS, Layout, PlanRequest
 class StepTime:
     """One optimizer step, in seconds, term by term (module docstring)."""
 
-    compute: float  # the model's FLOPs at peak x efficiency
+    compute: float  # GEMMs and the attention core, forward and backward
+    memory_bound: float  # norms, activations, rotary, loss, optimizer step: bytes at HBM speed
     recompute: float  # the recomputation's extra forward
     exposed_tp: float
     exposed_cp_ep: float
     exposed_pp: float
     exposed_dp: float
     bubble: float
+    fixed: float  # kernels' fixed costs, per micro-batch and per step overheads
 
     @property
     def total(self) -> float:
@@ -43,7 +45,7 @@ class Placement:
 class LayoutCost:
     layout: Layout
     microbatches: int  # m: micro-batches per step per pipeline
-    memory_bytes: float  # per GPU, app.calc.training (first stage)
+    memory_bytes: float  # per GPU at its peak stage, as the allocator reserves it
     model_states_bytes: float  # weights, gradients, master weights, optimizer states
     activation_bytes: float
     other_bytes: float  # buffers and overhead
@@ -58,6 +60,11 @@ class LayoutCost:
     days: float  # for the request's token budget
     placement: Placement
     peak_flops: float  # per GPU, the dtype's dense peak the utilisations divide by
+    # Memory as measured beside the textbook terms: the loss's temporaries over an fp32 copy
+    # of the logits where the last stage peaks, and the caching allocator's reserve
+    # (app.calc.performance); memory_bytes includes both.
+    loss_bytes: float = 0.0
+    allocator_bytes: float = 0.0
 
     @property
     def step_time_s(self) -> float:

@@ -92,6 +92,12 @@ RULES: dict[str, Message] = {
         N_("search only: GPipe has 1F1B's bubble with m instead of p micro-batches in flight")
     ),
     "out_of_memory": Message(N_("memory per GPU exceeds the GPU's memory")),
+    "not_offered": Message(
+        N_(
+            "the request's framework does not offer it (sequence or context parallelism, a ZeRO "
+            "stage)"
+        )
+    ),
 }
 
 
@@ -123,6 +129,10 @@ def degree_rules(req: PlanRequest, d: Degrees) -> Iterator[tuple[str, Message]]:
     if d.pp > cfg.layers or (cfg.layers % d.pp and not req.uneven_pipeline):
         template = N_("pp=%(pp)s does not divide %(layers)s layers")
         yield "pp_divides_layers", Message(template, pp=d.pp, layers=cfg.layers)
+    if d.cp > 1 and not req.context_parallel:
+        yield "not_offered", Message(N_("cp=%(cp)s: no context parallelism"), cp=d.cp)
+    if d.sp and d.tp > 1 and not req.sequence_parallel:
+        yield "not_offered", Message(N_("sequence parallelism with tp=%(tp)s"), tp=d.tp)
     if d.cp > 1 and req.seq_len % (2 * d.cp):
         template = N_("2*cp=%(two_cp)s does not divide seq_len=%(seq_len)s")
         yield "cp_divides_seq", Message(template, two_cp=2 * d.cp, seq_len=req.seq_len)
@@ -152,6 +162,9 @@ def knob_rules(req: PlanRequest, lay: Layout) -> Iterator[tuple[str, Message]]:
         raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}")
     if lay.micro_batch < 1:
         raise ValueError("micro_batch must be at least 1")
+    if (lay.zero_stage, lay.distributed_optimizer) not in req.zero_options:
+        zero = "distributed optimizer" if lay.distributed_optimizer else f"ZeRO-{lay.zero_stage}"
+        yield "not_offered", Message(N_("%(zero)s is not offered"), zero=zero)
     if lay.distributed_optimizer and lay.zero_stage:
         template = N_("distributed optimizer with ZeRO-%(stage)s")
         yield "zero_or_distributed_optimizer", Message(template, stage=lay.zero_stage)

@@ -38,7 +38,7 @@ EXAMPLES_PER_RULE = 3
 
 # knob_rules checks these first, and from the ZeRO option and dp * cp alone: one of them cuts
 # every micro-batch and schedule of a split's ZeRO option.
-ZERO_RULES = ("zero_or_distributed_optimizer", "zero_needs_dp")
+ZERO_RULES = ("not_offered", "zero_or_distributed_optimizer", "zero_needs_dp")
 
 Problem = tuple[str, Message]
 Example = tuple[Callable[[], Layout], Message]
@@ -55,6 +55,12 @@ def _along(values: object, *axes: int) -> np.ndarray:
     for axis, size in zip(axes, array.shape, strict=True):
         shape[axis] = size
     return array.reshape(shape)
+
+
+def _sequence_parallel(d: Degrees) -> bool | None:
+    """A Layout's sequence_parallel for split `d`: None (SP exactly when tp > 1) unless the
+    request's framework has no SP."""
+    return None if d.sp == (d.tp > 1) else d.sp
 
 
 def _divisors(n: int) -> list[int]:
@@ -150,7 +156,7 @@ class _Block:
     def layout(self, e: int, z: int, bi: int, si: int, recompute: str) -> Layout:
         d, (zero, dist), (schedule, v) = self.splits[e], ZERO_OPTIONS[z], self.schedules[si]
         return Layout(d.dp, d.tp, d.pp, d.cp, d.ep, zero, dist, recompute,
-                      self.micro_batches[bi], schedule, v)  # fmt: skip
+                      self.micro_batches[bi], schedule, v, _sequence_parallel(d))  # fmt: skip
 
     def candidate(self, flat: int) -> Layout:
         e, z, bi, si, ri = (int(i) for i in np.unravel_index(flat, self.shape))
@@ -209,7 +215,7 @@ def plan(request: PlanRequest) -> Plan:
                 dp = n // (tp * pp * cp)
                 splits = []
                 for ep in _divisors(math.gcd(dp * cp, experts)) if moe else [1]:
-                    d = Degrees(dp, tp, pp, cp, ep, tp > 1)
+                    d = Degrees(dp, tp, pp, cp, ep, tp > 1 and req.sequence_parallel)
                     problem = next(degree_rules(req, d), None)
                     if problem:
                         search.enumerated += 1
@@ -314,29 +320,46 @@ class _Search:
     def cost(self, block: _Block, passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Step time and memory of every candidate of `block`, on its axes (NaN where a rule
         cuts a whole ZeRO option): Costs.numbers with each input along its own axes."""
-        costs, d = self.costs, block.splits[0]
+        costs, d, prof = self.costs, block.splits[0], self.req.profile
         modes = self.req.recompute_modes
         grids = [costs.grid(split) for split in block.splits]
-        zero = np.full((len(block.splits), len(ZERO_OPTIONS), 4), np.nan)
+        zero = np.full((len(block.splits), len(ZERO_OPTIONS), 5), np.nan)
         for z, (stage, dist) in enumerate(ZERO_OPTIONS):
             if passed[z].any():
                 zero[:, z] = [costs.zero_terms(split, stage, dist) for split in block.splits]
         per_replica = self.req.global_batch_sequences // d.dp
         b = _along(block.micro_batches, MICRO_BATCH)
+        works = [[costs.work(g, mb) for mb in block.micro_batches] for g in grids]
+
+        def by_b(name: str) -> np.ndarray:
+            return _along([[getattr(w, name) for w in row] for row in works], SPLIT, MICRO_BATCH)
+
         bubble = np.array([bubble_coefficients(s, d.pp, v) for s, v in block.schedules])
-        *terms, activations = step_numbers(
-            forward_s=_along([g.forward_s for g in grids], SPLIT),
+        *terms, _, _, _, memory = step_numbers(
+            compute_s=by_b("compute"),
+            memory_s=by_b("memory"),
+            fixed_s=by_b("fixed"),
             recompute_s=_along(
-                [[g.recompute_s[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
-            ),
-            attention_core_s=_along([g.attention_core_s for g in grids], SPLIT),
+                [[[w.recompute[r] for r in modes] for w in row] for row in works],
+                SPLIT,
+                MICRO_BATCH,
+                RECOMPUTE,
+            ),  # fmt: skip
+            attention_s=by_b("attention"),
             latency=[_along([g.per_mb_latency[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
             per_seq=[_along([g.per_mb_per_seq[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
+            comm_scale=_along([g.comm_scale for g in grids], SPLIT),
             dp_step_s=_along(zero[:, :, 2], SPLIT, ZERO),
             dp_mb_s=_along(zero[:, :, 3], SPLIT, ZERO),
+            optimizer_s=_along(zero[:, :, 4], SPLIT, ZERO),
             activation_unit=_along(
                 [[g.activation_unit[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
             ),
+            last_stage_unit=_along(
+                [[g.last_stage_unit[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
+            ),
+            loss_unit=_along([g.loss_unit for g in grids], SPLIT),
+            fixed_bytes=_along(zero[:, :, 0] + zero[:, :, 1], SPLIT, ZERO),
             b=b,
             m=per_replica // b,
             bubble=tuple(_along(coefficient, SCHEDULE) for coefficient in bubble.T),
@@ -349,12 +372,15 @@ class _Search:
                 MICRO_BATCH,
                 SCHEDULE,
             ),
+            overlap_slowdown=prof.overlap_slowdown,
+            dp_overlap=prof.dp_overlap,
+            step_overhead_s=prof.step_overhead_s,
+            allocator_fraction=prof.allocator_fraction,
         )
         # sum() of the terms, in their order, as StepTime.total adds them
         time_s = 0.0 + terms[0]
         for term in terms[1:]:
             time_s = time_s + term
-        memory = _along(zero[:, :, 0] + zero[:, :, 1], SPLIT, ZERO) + activations
         return np.broadcast_to(time_s, block.shape), np.broadcast_to(memory, block.shape)
 
     def plan(self) -> Plan:
