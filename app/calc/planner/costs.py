@@ -178,13 +178,42 @@ def slowest_stage(layers: int, pp: int, layer_s: float, head_s: float, uneven: b
 class StageWork:
     """One micro-batch of b sequences on the slowest stage, seconds: GEMMs and attention
     (forward and backward), memory-bound kernels, fixed costs, the attention core alone (what
-    CP's ring hides behind) and the recomputation per mode."""
+    CP's ring hides behind) and the recomputation, selective and full."""
 
     compute: float
     memory: float
     fixed: float
     attention: float
-    recompute: dict[str, float]
+    selective: float
+    full: float
+
+    def recompute(self, mode: str) -> float:
+        return {"none": 0.0, "selective": self.selective, "full": self.full}[mode]
+
+
+# pass_table's columns, per pass (a layer, the loss, the embedding)
+PASS_COLUMNS = ("compute", "memory", "kernels", "attention", "selective", "full")
+
+
+def stage_work(
+    table: Any, layers: Any, head: Any, embedding: Any, kernel_s: float, microbatch_s: float
+) -> tuple[Any, ...]:
+    """StageWork's numbers from pass tables (Costs.pass_table: the last two axes, passes by
+    PASS_COLUMNS) and a stage's layers, loss (1 or 0) and embedding (1 or 0), of one stage
+    or, elementwise, of arrays of them: the search and Costs.work run the same operations in
+    the same order."""
+    layer, loss, embed = table[..., 0, :], table[..., 1, :], table[..., 2, :]
+
+    def stage(column: int) -> Any:
+        return (
+            layers * layer[..., column] + head * loss[..., column] + embedding * embed[..., column]
+        )
+
+    kernels = stage(2)
+    return (
+        stage(0), stage(1), kernels * kernel_s + microbatch_s, layers * layer[..., 3],
+        layers * layer[..., 4], layers * layer[..., 5],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -255,7 +284,7 @@ class Costs:
         # per-micro-batch comm (Grid's latency, per_seq) by what it depends on (grid())
         self.per_mb: dict[tuple, tuple[dict[str, float], dict[str, float]]] = {}
         self.last_units: dict[tuple, dict[str, float]] = {}
-        self.stage_works: dict[tuple, StageWork] = {}
+        self.tables: dict[tuple[int, bool, int, int, int], np.ndarray] = {}
         self.passes: dict[tuple[int, bool, int, int, int], tuple[PassWork, ...]] = {}
 
     def flops(self, layers: int, logit: float, recompute: str) -> float:
@@ -328,30 +357,30 @@ class Costs:
         self.grids[d] = grid
         return grid
 
+    def pass_table(self, d: Degrees, b: int) -> np.ndarray:
+        """A layer's, the loss's and the embedding's work for micro-batch b (rows), as
+        PASS_COLUMNS: the numbers stage_work combines, for one stage or for arrays of them."""
+        key = (d.tp, d.sp, d.cp, d.ep, b)
+        if key not in self.tables:
+            hw = self.hw
+            self.tables[key] = np.array(
+                [[w.compute_s, w.memory_s, w.kernels, w.attention_fwd_s + w.attention_bwd_s,
+                  w.selective_s(hw), w.full_s(hw)] for w in self._passes(d, b)]
+            )  # fmt: skip
+        return self.tables[key]
+
     def work(self, g: Grid, b: int) -> StageWork:
-        """The slowest stage's micro-batch of b sequences (StageWork): it reads the split's
-        tp, sp, cp, ep and stage, not dp."""
-        if b in g.works:
-            return g.works[b]
-        d = g.degrees
-        key = (d.tp, d.sp, d.cp, d.ep, g.split, b)
-        if key in self.stage_works:
-            g.works[b] = self.stage_works[key]
-            return g.works[b]
-        layer, head, embedding = self._passes(g.degrees, b)
-        n, hw = g.split.layers, self.hw
-        h, e = float(g.split.head), float(g.split.embedding)  # the loss's, the embedding's
-        compute = n * layer.compute_s + h * head.compute_s + e * embedding.compute_s
-        memory = n * layer.memory_s + h * head.memory_s + e * embedding.memory_s
-        kernels = n * layer.kernels + h * head.kernels + e * embedding.kernels
-        fixed = kernels * hw.kernel_s + self.req.profile.microbatch_overhead_s
-        recompute = {"none": 0.0, "selective": n * layer.selective_s(hw),
-                     "full": n * layer.full_s(hw)}  # fmt: skip
-        attention = n * (layer.attention_fwd_s + layer.attention_bwd_s)
-        found = StageWork(compute, memory, fixed, attention, recompute)
-        self.stage_works[key] = found
-        g.works[b] = found
-        return found
+        """The slowest stage's micro-batch of b sequences (StageWork)."""
+        if b not in g.works:
+            split = g.split
+            g.works[b] = StageWork(
+                *(float(x) for x in stage_work(
+                    self.pass_table(g.degrees, b), split.layers, float(split.head),
+                    float(split.embedding), self.hw.kernel_s,
+                    self.req.profile.microbatch_overhead_s,
+                ))
+            )  # fmt: skip
+        return g.works[b]
 
     def _last_stage_unit(self, d: Degrees, split: StageSplit, recompute: str) -> float:
         """Bytes per sequence the last stage holds at the loss, one micro-batch in flight: its
@@ -447,7 +476,7 @@ class Costs:
         w = self.work(g, b)
         prof = self.req.profile
         found = step_numbers(
-            w.compute, w.memory, w.fixed, w.recompute[recompute], w.attention,
+            w.compute, w.memory, w.fixed, w.recompute(recompute), w.attention,
             [lat[k] for k in PER_MICRO_BATCH], [per_seq[k] for k in PER_MICRO_BATCH],
             g.comm_scale, dp_step, dp_mb, optimizer_s,
             g.activation_unit[recompute], g.last_stage_unit[recompute], g.loss_unit,

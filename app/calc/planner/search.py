@@ -21,6 +21,7 @@ from app.calc.planner.costs import (
     Costs,
     bubble_coefficients,
     in_flight,
+    stage_work,
     step_numbers,
 )
 from app.calc.planner.request import (
@@ -329,23 +330,32 @@ class _Search:
                 zero[:, z] = [costs.zero_terms(split, stage, dist) for split in block.splits]
         per_replica = self.req.global_batch_sequences // d.dp
         b = _along(block.micro_batches, MICRO_BATCH)
-        works = [[costs.work(g, mb) for mb in block.micro_batches] for g in grids]
-
-        def by_b(name: str) -> np.ndarray:
-            return _along([[getattr(w, name) for w in row] for row in works], SPLIT, MICRO_BATCH)
+        # Every split's pass tables, for every micro-batch: (split, micro-batch, pass, column)
+        tables = np.array(
+            [[costs.pass_table(g.degrees, mb) for mb in block.micro_batches] for g in grids]
+        )
+        layers, head, embedding = (
+            np.array([[getattr(g.split, name)] for g in grids], float)
+            for name in ("layers", "head", "embedding")
+        )
+        work = [
+            _along(x, SPLIT, MICRO_BATCH)
+            for x in stage_work(tables, layers, head, embedding, costs.hw.kernel_s,
+                                prof.microbatch_overhead_s)
+        ]  # fmt: skip
+        compute_s, memory_s, fixed_s, attention_s, selective_s, full_s = work
+        by_mode = {"none": 0.0 * compute_s, "selective": selective_s, "full": full_s}
+        recompute_s = np.concatenate(
+            [np.broadcast_to(by_mode[r], compute_s.shape) for r in modes], axis=RECOMPUTE
+        )
 
         bubble = np.array([bubble_coefficients(s, d.pp, v) for s, v in block.schedules])
         *terms, _, _, _, memory = step_numbers(
-            compute_s=by_b("compute"),
-            memory_s=by_b("memory"),
-            fixed_s=by_b("fixed"),
-            recompute_s=_along(
-                [[[w.recompute[r] for r in modes] for w in row] for row in works],
-                SPLIT,
-                MICRO_BATCH,
-                RECOMPUTE,
-            ),  # fmt: skip
-            attention_s=by_b("attention"),
+            compute_s=compute_s,
+            memory_s=memory_s,
+            fixed_s=fixed_s,
+            recompute_s=recompute_s,
+            attention_s=attention_s,
             latency=[_along([g.per_mb_latency[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
             per_seq=[_along([g.per_mb_per_seq[k] for g in grids], SPLIT) for k in PER_MICRO_BATCH],
             comm_scale=_along([g.comm_scale for g in grids], SPLIT),
