@@ -406,6 +406,18 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
     )
 
 
+def communicators(dp: int, tp: int, pp: int, cp: int, ep: int) -> int:
+    """NCCL communicators one GPU belongs to: one per parallel group of more than one GPU (the
+    ZeRO group is dp * cp), two for the pipeline's sends to the previous and the next stage."""
+    return sum(1 for k in (tp, cp, ep, dp * cp) if k > 1) + 2 * (pp > 1)
+
+
+def loss_extra_bytes(tokens: float, vocab: int, tp: int, logit_bytes: float) -> float:
+    """The loss's temporaries beyond the fp32 logits app.calc.activations counts, for `tokens`
+    on one GPU with the vocabulary split over tp (module docstring, "Measured")."""
+    return (logit_bytes - LOGITS_BYTES) * (tokens * vocab / tp)
+
+
 def _measured_terms(
     setup: TrainingSetup, cfg: ModelConfig, terms: list[Term], last_stage: bool
 ) -> list[Term]:
@@ -416,7 +428,8 @@ def _measured_terms(
     source = "app.calc.performance (the default profile's value unless a profile says)"
     if last_stage:
         logits = act.seq_len / p.cp * act.micro_batch * cfg.vocab / p.tp
-        loss = (extra.logit_bytes - LOGITS_BYTES) * logits
+        loss = loss_extra_bytes(act.seq_len / p.cp * act.micro_batch, cfg.vocab, p.tp,
+                                extra.logit_bytes)  # fmt: skip
         found.append(
             Term(
                 key="loss", label="Loss temporaries beyond the fp32 logits", gpu_bytes=loss,
@@ -427,7 +440,7 @@ def _measured_terms(
                 f"test_loss_peak.py); {source}",
             )
         )  # fmt: skip
-    groups = sum(1 for k in (p.tp, p.cp, p.ep, p.dp * p.cp) if k > 1) + 2 * (p.pp > 1)
+    groups = communicators(p.dp, p.tp, p.pp, p.cp, p.ep)
     nccl = extra.nccl_bytes * groups
     found.append(
         Term(

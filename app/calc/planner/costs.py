@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from app.calc.activations import (
-    LOGITS_BYTES,
     ActivationSetup,
     in_flight_microbatches,
     stage_activations,
@@ -36,6 +35,8 @@ from app.calc.training import (
     Parallelism,
     Term,
     TrainingSetup,
+    communicators,
+    loss_extra_bytes,
     training_memory,
 )
 
@@ -285,7 +286,6 @@ class Costs:
         self.per_mb: dict[tuple, tuple[dict[str, float], dict[str, float]]] = {}
         self.last_units: dict[tuple, dict[str, float]] = {}
         self.tables: dict[tuple[int, bool, int, int, int], np.ndarray] = {}
-        self.passes: dict[tuple[int, bool, int, int, int], tuple[PassWork, ...]] = {}
 
     def flops(self, layers: int, logit: float, recompute: str) -> float:
         return training_flops_per_token(
@@ -298,20 +298,17 @@ class Costs:
             sequence_parallel=d.sp, seq_len=self.req.seq_len, micro_batch=b, microbatches=m,
         )  # fmt: skip
 
-    def _passes(self, d: Degrees, b: int) -> tuple[PassWork, ...]:
-        """A layer's, the loss's and the embedding's work: read neither dp nor pp."""
-        key = (d.tp, d.sp, d.cp, d.ep, b)
-        if key in self.passes:
-            return self.passes[key]
+    def _passes(self, d: Degrees, b: int) -> tuple[PassWork, PassWork, PassWork]:
+        """A layer's, the loss's and the embedding's work (app.calc.planner.work, cached
+        there): they read neither dp nor pp."""
         req = self.req
         cfg, s = req.model, req.seq_len
-        self.passes[key] = (
+        return (
             layer_pass(cfg, s, b, d.tp, d.sp, d.cp, d.ep, req.flash_attention, req.dropout,
                        self.hw),
             head_pass(cfg, s, b, d.tp, d.sp, d.cp, self.hw),
             embedding_pass(cfg, s, b, d.tp, d.cp, self.hw),
         )  # fmt: skip
-        return self.passes[key]
 
     def _pass_s(self, work: PassWork) -> float:
         return work.compute_s + work.memory_s + work.kernels * self.hw.kernel_s
@@ -350,8 +347,7 @@ class Costs:
         if last_key not in self.last_units:
             self.last_units[last_key] = {r: self._last_stage_unit(d, split, r) for r in RECOMPUTE}
         last = self.last_units[last_key]
-        logits = req.seq_len / d.cp * req.model.vocab / d.tp
-        loss = (req.profile.logit_bytes - LOGITS_BYTES) * logits
+        loss = loss_extra_bytes(req.seq_len / d.cp, req.model.vocab, d.tp, req.profile.logit_bytes)
         scale = split.layers / math.ceil(req.model.layers / d.pp)
         grid = Grid(d, links, split, scale, latency, per_seq, activation, last, loss, {})
         self.grids[d] = grid
@@ -532,8 +528,7 @@ class Costs:
 def communicator_bytes(profile: PerformanceProfile, d: Degrees) -> float:
     """NCCL's buffers: one communicator per parallel group of more than one GPU (two for the
     pipeline's sends to the previous and the next stage)."""
-    groups = sum(1 for k in (d.tp, d.cp, d.ep, d.dp * d.cp) if k > 1) + 2 * (d.pp > 1)
-    return profile.nccl_bytes * groups
+    return profile.nccl_bytes * communicators(d.dp, d.tp, d.pp, d.cp, d.ep)
 
 
 def _zero_group(d: Degrees) -> tuple[int, int, int, int, bool]:
