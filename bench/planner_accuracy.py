@@ -5,7 +5,10 @@ the profile to its runs (app.calc.calibration.fit) and prints, per run, the meas
 time, the prediction of the profile fitted to all the runs, and the prediction of the profile
 fitted without that run (leave-one-out), then the mean and worst error of each. The runs that
 are reported but not fitted (app.calc.published_runs: a figure whose derivation the paper
-leaves open, and DeepSeek-V3) follow, under the default profile.
+leaves open, and DeepSeek-V3) follow, under the default profile. Last, each published run
+the planner page offers (app.calc.planner.published): its own layout's step time over that of
+the planner's best layout under the same constraints (published teams chose well, so a large
+ratio says which term is mis-modelled).
 
     .venv/bin/python -m bench.planner_accuracy            # print (about a minute per profile)
     .venv/bin/python -m bench.planner_accuracy --write    # and store the fitted profiles
@@ -21,6 +24,8 @@ import time
 from dataclasses import replace
 
 from app.calc.calibration import Calibration, fit, predict
+from app.calc.planner import plan
+from app.calc.planner.published import RUNS, evaluate_run, request_for
 from app.calc.profiles import FOLDER, default_profile
 from app.calc.published_runs import (
     PROFILE_TITLES,
@@ -82,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
             else ("MoE: FP8 matmuls and DualPipe's hidden all-to-all are not modelled")
         )
         print(f"{run.name:<28}{run.step_s:>12.3f}{cost.step_time_s / run.step_s:>9.3f}  {why}")
+    print("\n== published layout against the planner's best (same request, same constraints)")
+    print(f"{'run':<16}{'published s':>12}{'best s':>9}{'ratio':>7}  best layout")
+    for slug, published in RUNS.items():
+        own = evaluate_run(published)
+        best = plan(request_for(published, top=1)).ranked
+        if isinstance(own, str) or not best:
+            print(f"{slug:<16}  {own if isinstance(own, str) else 'nothing fits'}")
+            continue
+        mine, top = own.cost.step_time_s, best[0].step_time_s
+        print(f"{slug:<16}{mine:>12.3f}{top:>9.3f}{mine / top:>7.2f}  {best[0].layout.describe()}")
     return 0
 
 

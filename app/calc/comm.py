@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from fractions import Fraction
+from functools import lru_cache
 
 
 class Collective(StrEnum):
@@ -24,6 +25,7 @@ class Collective(StrEnum):
     BROADCAST = "broadcast"
 
 
+@lru_cache(maxsize=4096)  # the planner asks the same few thousand times per search
 def ring_factor(kind: Collective, ranks: int) -> Fraction:
     """The fraction of the payload S that each rank sends in the ring algorithm."""
     if ranks < 1:

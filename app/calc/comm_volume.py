@@ -230,6 +230,19 @@ def _validate(layout: CommLayout) -> None:
             raise ValueError(Message(template, ep=layout.ep, dp_cp=layout.dp * layout.cp))
 
 
+BUCKET_SOURCE = (
+    "Megatron-Core, megatron/core/distributed/distributed_data_parallel_config.py, "
+    "bucket_size: unless set, max(40,000,000, 1,000,000 x DP size) parameters per bucket "
+    "(larger DP sizes need larger buckets so that collectives stay bandwidth-bound)"
+)
+
+
+def bucket_elements(ranks: int) -> int:
+    """Gradients per data-parallel bucket: the unit a framework reduces as the backward
+    produces it, so the last bucket's collective runs after the backward has ended."""
+    return max(40_000_000, 1_000_000 * ranks)
+
+
 def stage_params(layout: CommLayout) -> tuple[float, float]:
     """(dense, expert) parameters on a first-stage GPU, the ones its DP group reduces.
 

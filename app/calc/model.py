@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from app.calc.messages import N_, Message
@@ -135,6 +136,7 @@ def _mlp_params(cfg: ModelConfig) -> int:
     return 2 * h * f + (f + h if cfg.mlp_bias else 0)
 
 
+@lru_cache(maxsize=1024)  # frozen configs; the planner counts one model thousands of times
 def count_params(cfg: ModelConfig) -> ParamCount:
     """Count a decoder-only transformer's parameters, part by part.
 

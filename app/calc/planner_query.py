@@ -377,6 +377,8 @@ def run_values(run: PublishedRun) -> dict[str, Any]:
         "flash_attention": run.options.get("flash_attention", True),
         "uneven_pipeline": run.options.get("uneven_pipeline", False),
     }  # fmt: skip
+    if "recipe" in run.options:  # the run's own, which a query may still change
+        values["recipe"] = run.options["recipe"]
     if LINKS.get(n.inter_node.slug) == n.inter_node:
         values["inter_node"] = n.inter_node.slug
     if LINKS.get(n.intra_node.slug) == n.intra_node:

@@ -8,6 +8,7 @@ master copy of the weights exists; an optimizer fixes its own state per paramete
     mixed_fp16, mixed_bf16  2        2      4        ZeRO (arXiv:1910.02054) Section 3.1
     bf16 (pure)             2        2      0        no master copy (HTSYM training.md)
     mixed_bf16_fp32_grads   2        4      4        Megatron-LM dist_optimizer.md table
+    deepspeed_bf16          2        2+4    4        DeepSpeed's BF16_Optimizer (ZeRO 0-1)
 
     optimizer      state bytes   source
     adam           8 (m, v fp32)   Kingma & Ba 2015; ZeRO Section 3.1
@@ -36,6 +37,8 @@ RECIPES = {
     "mixed_bf16": "mixed precision: bf16 weights and gradients, fp32 master weights",
     "bf16": "pure bf16: bf16 weights and gradients, no master copy",
     "mixed_bf16_fp32_grads": "Megatron-LM: bf16 weights, fp32 main gradients, fp32 master weights",
+    "deepspeed_bf16": "DeepSpeed bf16: bf16 weights and gradients, a whole fp32 gradient copy, "
+    "fp32 master weights",
 }
 
 OPTIMIZERS = {
@@ -47,6 +50,11 @@ OPTIMIZERS = {
 ZERO_SOURCE = "Rajbhandari et al., ZeRO (arXiv:1910.02054), Section 3.1"
 MEGATRON_SOURCE = (
     "Megatron-LM docs/user-guide/features/dist_optimizer.md (bytes-per-parameter table)"
+)
+DEEPSPEED_BF16_SOURCE = (
+    "DeepSpeed deepspeed/runtime/bf16_optimizer.py, BF16_Optimizer (bf16 with ZeRO stage 0 or "
+    "1, as BLOOM trained): fp32_groups_gradients_flat is torch.zeros_like(the whole flat bf16 "
+    "group, dtype=float32), and backward() leaves the bf16 .grad tensors it accumulates from"
 )
 
 # recipe -> (weights, grads, master, weights source, grads source, master source)
@@ -90,6 +98,15 @@ _RECIPE_BYTES: dict[str, tuple[float, float, float, str, str, str]] = {
         f"bf16 weights (2 B), {MEGATRON_SOURCE}",
         f"fp32 main gradients (4 B), {MEGATRON_SOURCE}",
         f"fp32 main (master) weights (4 B), {MEGATRON_SOURCE}",
+    ),
+    "deepspeed_bf16": (
+        2,
+        6,
+        4,
+        f"bf16 weights (2 B), {DEEPSPEED_BF16_SOURCE}",
+        f"bf16 gradients (2 B) and an unsharded fp32 copy they accumulate into (4 B), "
+        f"{DEEPSPEED_BF16_SOURCE}",
+        f"fp32 master weights (4 B), sharded with the optimizer state, {DEEPSPEED_BF16_SOURCE}",
     ),
 }
 

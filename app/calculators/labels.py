@@ -200,6 +200,10 @@ SHOWN_BY_APP_CALC = (
     N_("mixed precision: bf16 weights and gradients, fp32 master weights"),
     N_("pure bf16: bf16 weights and gradients, no master copy"),
     N_("Megatron-LM: bf16 weights, fp32 main gradients, fp32 master weights"),
+    N_(
+        "DeepSpeed bf16: bf16 weights and gradients, a whole fp32 gradient copy, fp32 master "
+        "weights"
+    ),
     # app.calc.precision.OPTIMIZERS
     N_("Adam / AdamW (fp32 momentum and variance)"),
     N_("SGD with momentum (fp32 momentum buffer)"),

@@ -30,6 +30,8 @@ def test_mixed_precision_adam_is_the_zero_papers_16_bytes() -> None:
         ("mixed_fp16", "adam", (2, 2, 4, 8)),
         ("bf16", "adam", (2, 2, 0, 8)),
         ("mixed_bf16_fp32_grads", "adam", (2, 4, 4, 8)),
+        # BF16_Optimizer: bf16 .grad plus torch.zeros_like(flat bf16 group, dtype=float32)
+        ("deepspeed_bf16", "adam", (2, 6, 4, 8)),
         ("mixed_bf16", "sgd_momentum", (2, 2, 4, 4)),
         ("mixed_bf16", "adam_8bit", (2, 2, 4, 2)),
     ],

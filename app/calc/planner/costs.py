@@ -17,7 +17,13 @@ from app.calc.activations import (
     in_flight_microbatches,
     stage_activations,
 )
-from app.calc.comm_volume import DTYPE_BYTES, CommLayout, strategy_calls
+from app.calc.comm_volume import (
+    DTYPE_BYTES,
+    CommLayout,
+    bucket_elements,
+    stage_params,
+    strategy_calls,
+)
 from app.calc.flops import SECONDS_PER_DAY, training_flops_per_token
 from app.calc.hardware import peak_flops
 from app.calc.links import Link, alpha_beta_time
@@ -272,15 +278,18 @@ class Costs:
         self.hw = hardware(request.profile, self.peak, request.efficiency, acc.hbm_bytes_per_s)
         self.model_flops_per_token = self.flops(cfg.layers, self.logit_params, "none")
         self.grids: dict[Degrees, Grid] = {}
-        self.states: dict[tuple[Degrees, int, bool], tuple[float, float, float, float, float]]
+        self.states: dict[tuple[Degrees, int, bool],
+                          tuple[float, float, float, float, float, float]]  # fmt: skip
         self.states = {}
         # app.calc.training's reports with one micro-batch of one sequence: the activations
         # per (dp, tp, pp, cp, sp) and recompute mode, the rest per (ZeRO group, ZeRO option)
         self.activations: dict[tuple[int, int, int, int, bool], dict[str, Term]] = {}
         self.shared: dict[tuple[tuple[int, int, int, int, bool], int, bool],
                           tuple[float, float, float]] = {}  # fmt: skip
-        # DP seconds of one and of two micro-batches per (ZeRO group, ZeRO stage)
-        self.dp_seconds: dict[tuple[tuple[int, int, int, int, bool], int], tuple[float, float]]
+        # DP seconds of one and of two micro-batches per (ZeRO group, ZeRO stage), and the
+        # last bucket's share of the gradients
+        self.dp_seconds: dict[tuple[tuple[int, int, int, int, bool], int],
+                              tuple[float, float, float]]  # fmt: skip
         self.dp_seconds = {}
         # per-micro-batch comm (Grid's latency, per_seq) by what it depends on (grid())
         self.per_mb: dict[tuple, tuple[dict[str, float], dict[str, float]]] = {}
@@ -412,9 +421,9 @@ class Costs:
 
     def zero_terms(
         self, d: Degrees, zero: int, dist: bool
-    ) -> tuple[float, float, float, float, float]:
+    ) -> tuple[float, float, float, float, float, float]:
         """(model-state bytes, other bytes, DP seconds per step, DP seconds per micro-batch,
-        the optimizer step's seconds)."""
+        the optimizer step's seconds, the per-step DP seconds of the last bucket)."""
         key = (d, zero, dist)
         if key in self.states:
             return self.states[key]
@@ -428,16 +437,22 @@ class Costs:
         # The distributed optimizer communicates like ZeRO-1 (reduce-scatter + all-gather).
         stage = 1 if dist else zero
         if (group, stage) not in self.dp_seconds:
-            folded = _folded(d, stage, False)
-            links = placement(self.req, folded)
+            folded = degrees_of(_folded(d, stage, False))
+            links = placement(self.req, _folded(d, stage, False))
             t1, t2 = (
-                comm_seconds(self.req, self._comm_layout(degrees_of(folded), stage, 1, m),
-                             links, ("dp",))["dp"]
+                comm_seconds(self.req, self._comm_layout(folded, stage, 1, m), links,
+                             ("dp",))["dp"]
                 for m in (1, 2)
             )  # fmt: skip
-            self.dp_seconds[group, stage] = (t1, t2)
-        t1, t2 = self.dp_seconds[group, stage]
-        result = (states, other, 2 * t1 - t2, t2 - t1, optimizer_s)
+            # The backward hands its gradients over bucket by bucket, and the last bucket's
+            # collectives start only when it ends: that share of the per-step traffic cannot
+            # overlap compute (step_numbers), and it grows with the DP size (bucket_elements).
+            params = sum(stage_params(self._comm_layout(folded, stage, 1, 1)))
+            last = min(1.0, bucket_elements(folded.dp) / params) if params else 1.0
+            self.dp_seconds[group, stage] = (t1, t2, last)
+        t1, t2, last = self.dp_seconds[group, stage]
+        per_step = 2 * t1 - t2
+        result = (states, other, per_step, t2 - t1, optimizer_s, last * per_step)
         self.states[key] = result
         return result
 
@@ -459,7 +474,7 @@ class Costs:
     def numbers(
         self,
         g: Grid,
-        zero: tuple[float, float, float, float, float],
+        zero: tuple[float, float, float, float, float, float],
         recompute: str,
         b: int,
         m: int,
@@ -468,13 +483,13 @@ class Costs:
     ) -> tuple[float, ...]:
         """The StepTime terms and the memory of one layout (step_numbers)."""
         lat, per_seq = g.per_mb_latency, g.per_mb_per_seq
-        states, other, dp_step, dp_mb, optimizer_s = zero
+        states, other, dp_step, dp_mb, optimizer_s, dp_tail = zero
         w = self.work(g, b)
         prof = self.req.profile
         found = step_numbers(
             w.compute, w.memory, w.fixed, w.recompute(recompute), w.attention,
             [lat[k] for k in PER_MICRO_BATCH], [per_seq[k] for k in PER_MICRO_BATCH],
-            g.comm_scale, dp_step, dp_mb, optimizer_s,
+            g.comm_scale, dp_step, dp_mb, dp_tail, optimizer_s,
             g.activation_unit[recompute], g.last_stage_unit[recompute], g.loss_unit,
             states + other,
             b, m, bubble_coefficients(schedule, g.degrees.pp, v),
@@ -556,6 +571,7 @@ def step_numbers(
     comm_scale: Any,
     dp_step_s: Any,
     dp_mb_s: Any,
+    dp_tail_s: Any,
     optimizer_s: Any,
     activation_unit: Any,
     last_stage_unit: Any,
@@ -579,7 +595,8 @@ def step_numbers(
     (Costs.work); latency and per_seq are per PER_MICRO_BATCH strategy for comm_volume's
     ceil(L/p) layers, comm_scale the slowest stage's share of them (TP, CP and EP run per
     layer); bubble is bubble_coefficients', hops the pipeline sends per micro-batch (v when
-    interleaved) and flight in_flight's. Communication that overlaps compute costs
+    interleaved) and flight in_flight's; dp_tail_s is the share of dp_step_s that waits for
+    the backward's end (the last bucket). Communication that overlaps compute costs
     overlap_slowdown of the time it overlaps (_hidden). The search and cost() run the same
     operations in the same order, so get the same floats to the last bit; as with Python's
     floats, an overflow is inf, not a warning.
@@ -603,9 +620,8 @@ def step_numbers(
         sends = hops * (lat_pp + b * seq_pp)
         pp_s = m * np.where(hops > 1, _hidden(sends, compute_s, overlap_slowdown), sends)
         window = dp_overlap * (compute_s + memory_s)
-        dp_s = _hidden(dp_step_s, window, overlap_slowdown) + m * _hidden(
-            dp_mb_s, window, overlap_slowdown
-        )
+        dp_s = (dp_tail_s + _hidden(dp_step_s - dp_tail_s, window, overlap_slowdown)
+                + m * _hidden(dp_mb_s, window, overlap_slowdown))  # fmt: skip
         first = activation_unit * b * flight
         last = last_stage_unit * b
         loss_peak = loss_unit * b

@@ -199,10 +199,12 @@ RUNS: dict[str, PublishedRun] = {
             token_budget=366e9,
             # 70 layers do not split into 12 equal stages: Megatron-LM's rule rejects the
             # layout; Megatron-DeepSpeed's pipeline splits unevenly. Its data parallelism is
-            # DeepSpeed's ZeRO-1: the profile fitted to ZeRO-style runs.
+            # DeepSpeed's ZeRO-1: the profile fitted to ZeRO-style runs, and in bf16 DeepSpeed's
+            # BF16_Optimizer, which keeps a whole fp32 copy of the gradients.
             options={
                 "flash_attention": False,
                 "uneven_pipeline": True,
+                "recipe": "deepspeed_bf16",
                 "profile": built_in()["zero-a100"],
                 **MEGATRON_DEEPSPEED_2022,
             },  # fmt: skip

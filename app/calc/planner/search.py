@@ -324,7 +324,7 @@ class _Search:
         costs, d, prof = self.costs, block.splits[0], self.req.profile
         modes = self.req.recompute_modes
         grids = [costs.grid(split) for split in block.splits]
-        zero = np.full((len(block.splits), len(ZERO_OPTIONS), 5), np.nan)
+        zero = np.full((len(block.splits), len(ZERO_OPTIONS), 6), np.nan)
         for z, (stage, dist) in enumerate(ZERO_OPTIONS):
             if passed[z].any():
                 zero[:, z] = [costs.zero_terms(split, stage, dist) for split in block.splits]
@@ -361,6 +361,7 @@ class _Search:
             comm_scale=_along([g.comm_scale for g in grids], SPLIT),
             dp_step_s=_along(zero[:, :, 2], SPLIT, ZERO),
             dp_mb_s=_along(zero[:, :, 3], SPLIT, ZERO),
+            dp_tail_s=_along(zero[:, :, 5], SPLIT, ZERO),
             optimizer_s=_along(zero[:, :, 4], SPLIT, ZERO),
             activation_unit=_along(
                 [[g.activation_unit[r] for r in modes] for g in grids], SPLIT, RECOMPUTE
