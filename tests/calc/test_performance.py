@@ -67,6 +67,11 @@ def test_a_layer_pass_by_hand() -> None:
     assert work.kernels_fwd == 4 + 4 + 2 + 1 + 1  # GEMMs, norms+residuals, rotary, act, flash
     assert work.kernels_bwd == 2 * work.kernels_fwd
     assert work.full_s(hw) == pytest.approx(work.forward_s + work.kernels_fwd * 5e-6)
+    # Ring attention over cp = 4 (Transformer Engine's AttnFuncWithCPAndKVP2P): an attention
+    # kernel per ring step and two corrections after each, on a quarter of the tokens.
+    ring = layer_pass(cfg, 4096, 1, 1, False, 4, 1, True, False, hw)
+    assert ring.kernels_fwd == 4 + 4 + 2 + 1 + 3 * 4
+    assert ring.attention_fwd_s == pytest.approx(work.attention_fwd_s / 4)
 
 
 def test_the_loss_is_the_output_gemm_and_32_bytes_per_logit() -> None:

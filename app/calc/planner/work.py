@@ -28,7 +28,10 @@ gradient back (4 + 2): 32 bytes per logit element. Embedding: a gather of T h va
 a scatter-add backward.
 
 Kernels per layer, forward: one per GEMM, one per memory-bound step above, one fused attention
-kernel (four without: two batched GEMMs, softmax, dropout); backward twice as many.
+kernel (four without: two batched GEMMs, softmax, dropout); backward twice as many. Context
+parallelism's ring attention (Transformer Engine, attention/dot_product_attention/
+context_parallel.py, AttnFuncWithCPAndKVP2P) runs one attention kernel per ring step, cp of
+them, and corrects the softmax statistics and the output after each: 3 cp kernels for one.
 """
 
 from __future__ import annotations
@@ -142,7 +145,7 @@ def layer_pass(
         attention_flops = 2.0 * tokens * seq_len * q  # causal: half of 4 T s q
         attention_fwd = attention_flops / hw.attention_flops
         attention_bwd = FLASH_BACKWARD * attention_fwd
-        kernels += 1
+        kernels += 1 if cp == 1 else 3 * cp
     else:
         scores = b * (cfg.heads / t) * (seq_len / cp) * seq_len
         attention_fwd = _gemms(
