@@ -34,6 +34,16 @@ def count_short(value: float) -> str:
     return f"{value:.4g}"
 
 
+def input_value(value: object) -> str:
+    """A form field's value as a person types it: 300000000000, not Python's 300000000000.0;
+    other floats in their shortest exact form, so a submitted form round-trips."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return str(value)
+
+
 def latex_number(value: float, digits: int = 4) -> str:
     """A number for KaTeX: 7.5e9 becomes 7.5 \\times 10^{9}; small ones stay plain."""
     if not math.isfinite(value):

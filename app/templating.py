@@ -79,6 +79,7 @@ templates.env.filters.update(
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,
+    input_value=formatting.input_value,
     quiz_markdown=markdown_html,
     quiz_inline=markdown_inline_html,
 )

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from app.formatting import latex_fraction, latex_int, latex_number
+from app.formatting import input_value, latex_fraction, latex_int, latex_number
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,12 @@ def test_latex_fraction_is_exact_and_drops_a_unit_denominator() -> None:
     assert latex_fraction(Fraction(3, 2)) == r"\frac{3}{2}"
     assert latex_fraction(Fraction(3, 2), r"\tfrac") == r"\tfrac{3}{2}"
     assert latex_fraction(Fraction(4, 2)) == "2"
+
+
+def test_a_form_field_shows_a_number_as_typed() -> None:
+    # issue #29: the compute calculator's Tokens field read "300000000000.0"
+    assert input_value(300e9) == "300000000000"
+    assert input_value(4194304.0) == "4194304"
+    assert input_value(0.85) == "0.85"
+    assert input_value(1e300) == "1e+300"  # beyond exact integers: left as Python says it
+    assert input_value(None) == "" and input_value(8) == "8" and input_value("x") == "x"

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from app.calc.messages import N_, Message, words_of
 from app.calc.model import PRESETS, ModelConfig
 from app.calc.performance import (
     MEMORY_PARAMETERS,
@@ -72,14 +73,27 @@ class MeasuredRun:
     def __post_init__(self) -> None:
         if not (isinstance(self.step_s, int | float) and math.isfinite(self.step_s)
                 and self.step_s > 0):  # fmt: skip
-            raise ValueError(f"run {self.name or '?'}: the step time must be a positive number")
+            self._refuse(Message(N_("the step time must be a positive number")))
         memory = self.peak_memory_bytes
         if memory is not None and not (math.isfinite(memory) and memory > 0):
-            raise ValueError(f"run {self.name or '?'}: the peak memory must be positive")
+            self._refuse(Message(N_("the peak memory must be positive")))
         broken = violations(self.request, self.layout)
         if broken:
-            reasons = "; ".join(f"{r.rule}: {r.reason}" for r in broken)
-            raise ValueError(f"run {self.name or '?'}: the layout is not valid ({reasons})")
+            each = [Message("%(rule)s: %(reason)s", rule=r.rule, reason=r.reason) for r in broken]
+            reasons = Message.join("; ", each)
+            self._refuse(Message(N_("the layout is not valid (%(reasons)s)"), reasons=reasons))
+
+    def _refuse(self, problem: Message) -> None:
+        raise RunError(Message(N_("run %(run)s: %(problem)s"), run=self.name or "?",
+                               problem=problem), problem)  # fmt: skip
+
+
+class RunError(ValueError):
+    """A measured run that cannot be fitted; `problem` says why without naming the run."""
+
+    def __init__(self, message: Message, problem: Message) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -234,9 +248,10 @@ def fit(
     cross-validation when there are at least three runs."""
     runs = tuple(runs)
     if not runs:
-        raise ValueError("no runs to fit: give at least one measured run")
+        raise ValueError(Message(N_("no runs to fit: give at least one measured run")))
     if len(runs) > MAX_RUNS:
-        raise ValueError(f"at most {MAX_RUNS} runs can be fitted at once, got {len(runs)}")
+        template = N_("at most %(most)s runs can be fitted at once, got %(count)s")
+        raise ValueError(Message(template, most=MAX_RUNS, count=len(runs)))
     profile = fit_profile(runs, start, free, memory_free, name, source, prior_weight)
     held_out: list[float | None] = [None] * len(runs)
     if cross_validate and len(runs) >= 3:
@@ -288,7 +303,16 @@ RUN_FIELDS = (
 )  # fmt: skip
 
 
-def _number(row: Mapping[str, Any], key: str, where: str, kind: type = float) -> Any:
+def _refused(where: Message, problem: Message) -> ValueError:
+    """What is wrong with a run's row, naming the run."""
+    return ValueError(Message(N_("%(where)s: %(problem)s"), where=where, problem=problem))
+
+
+def _field(template: str, key: str, value: object) -> Message:
+    return Message(template, key=key, value=repr(value))
+
+
+def _number(row: Mapping[str, Any], key: str, where: Message, kind: type = float) -> Any:
     value = row[key]
     if isinstance(value, str):
         value = value.strip()
@@ -297,40 +321,45 @@ def _number(row: Mapping[str, Any], key: str, where: str, kind: type = float) ->
                 return True
             if value.lower() in ("false", "0", "no", ""):
                 return False
-            raise ValueError(f"{where}: {key} must be true or false, got {value!r}")
+            raise _refused(where, _field(_NOT_BOOL, key, value))
         try:
             value = float(value)
         except ValueError:
-            raise ValueError(f"{where}: {key} must be a number, got {value!r}") from None
+            raise _refused(where, _field(N_("%(key)s must be a number, got %(value)s"), key,
+                                         value)) from None  # fmt: skip
     if kind is bool:
         if isinstance(value, bool):
             return value
-        raise ValueError(f"{where}: {key} must be true or false, got {value!r}")
+        raise _refused(where, _field(_NOT_BOOL, key, value))
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{where}: {key} must be a finite number, got {value!r}")
+        raise _refused(where, _field(N_("%(key)s must be a finite number, got %(value)s"), key,
+                                     value))  # fmt: skip
     if kind is int:
         if value != int(value):
-            raise ValueError(f"{where}: {key} must be a whole number, got {value!r}")
+            raise _refused(where, _field(N_("%(key)s must be a whole number, got %(value)s"),
+                                         key, value))  # fmt: skip
         return int(value)
     return float(value)
+
+
+_NOT_BOOL = N_("%(key)s must be true or false, got %(value)s")
 
 
 def _present(row: Mapping[str, Any], key: str) -> bool:
     return key in row and row[key] not in (None, "")
 
 
-def _model(row: Mapping[str, Any], where: str) -> ModelConfig:
+def _model(row: Mapping[str, Any], where: Message) -> ModelConfig:
     if _present(row, "model"):
         model = row["model"]
         try:
             return resolve_model(model if isinstance(model, Mapping) else str(model))
         except ValueError as error:
-            raise ValueError(f"{where}: {error}") from None
+            raise _refused(where, words_of(error)) from None
     missing = [k for k in MODEL_SHAPE if not _present(row, k)]
     if missing:
-        raise ValueError(
-            f"{where}: give a model preset ('model') or its shape; missing {', '.join(missing)}"
-        )
+        template = N_("give a model preset ('model') or its shape; missing %(missing)s")
+        raise _refused(where, Message(template, missing=", ".join(missing)))
     values: dict[str, Any] = {k: _number(row, k, where, int) for k in MODEL_SHAPE}
     for key, kind in MODEL_OPTIONAL.items():
         if _present(row, key):
@@ -338,7 +367,7 @@ def _model(row: Mapping[str, Any], where: str) -> ModelConfig:
     try:
         return ModelConfig(**values, name=str(row.get("name") or "custom"))
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise _refused(where, words_of(error)) from None
 
 
 def run_from_row(row: Mapping[str, Any], index: int) -> MeasuredRun:
@@ -346,33 +375,38 @@ def run_from_row(row: Mapping[str, Any], index: int) -> MeasuredRun:
     from app.calc.planner_query import GPU_TYPES
 
     name = str(row.get("name") or f"run {index + 1}")
-    where = f"run {index + 1} ({name})" if row.get("name") else f"run {index + 1}"
+    where = (
+        Message(N_("run %(number)s (%(name)s)"), number=index + 1, name=name)
+        if row.get("name")
+        else Message(N_("run %(number)s"), number=index + 1)
+    )
     unknown = sorted(set(row) - set(RUN_FIELDS))
     if unknown:
-        raise ValueError(f"{where}: unknown fields {', '.join(unknown)}")
+        raise _refused(where, Message(N_("unknown fields %(fields)s"), fields=", ".join(unknown)))
     model = _model(row, where)
     gpu = str(row.get("gpu") or "h100-sxm")
     if gpu not in GPU_TYPES:
-        raise ValueError(f"{where}: unknown gpu {gpu!r}; choose one of {', '.join(GPU_TYPES)}")
+        template = N_("unknown gpu %(gpu)s; choose one of %(choices)s")
+        raise _refused(where, Message(template, gpu=repr(gpu), choices=", ".join(GPU_TYPES)))
     kind = GPU_TYPES[gpu]
     ints = {k: _number(row, k, where, int) for k in ("gpus_per_node", "nodes", "seq_len")
             if _present(row, k)}  # fmt: skip
     if "seq_len" not in ints:
-        raise ValueError(f"{where}: seq_len is missing")
+        raise _refused(where, Message(N_("seq_len is missing")))
     try:
         machines = cluster(
             kind.accelerator, kind.memory, ints.get("gpus_per_node", 8), ints.get("nodes", 1),
             str(row.get("intra_node") or kind.intra_node), str(row.get("inter_node") or "ib-ndr"),
         )  # fmt: skip
     except ValueError as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise _refused(where, words_of(error)) from None
     seq_len = ints["seq_len"]
     if _present(row, "global_batch_tokens"):
         tokens = _number(row, "global_batch_tokens", where, int)
     elif _present(row, "global_batch_sequences"):
         tokens = _number(row, "global_batch_sequences", where, int) * seq_len
     else:
-        raise ValueError(f"{where}: give global_batch_tokens or global_batch_sequences")
+        raise _refused(where, Message(N_("give global_batch_tokens or global_batch_sequences")))
     degrees = {k: _number(row, k, where, int) for k in LAYOUT_INTS if _present(row, k)}
     gpus = machines.gpus
     if "dp" not in degrees:
@@ -390,16 +424,16 @@ def run_from_row(row: Mapping[str, Any], index: int) -> MeasuredRun:
         layout = Layout(**degrees, **flags, **words)
         request = plan_request(model, machines, tokens, seq_len, 1e12, **options)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise _refused(where, words_of(error)) from None
     if _present(row, "step_s"):
         step_s = _number(row, "step_s", where)
     elif _present(row, "tokens_per_s_per_gpu"):
         rate = _number(row, "tokens_per_s_per_gpu", where)
         if rate <= 0:
-            raise ValueError(f"{where}: tokens_per_s_per_gpu must be positive")
+            raise _refused(where, Message(N_("tokens_per_s_per_gpu must be positive")))
         step_s = tokens / (rate * gpus)
     else:
-        raise ValueError(f"{where}: give the measured step_s or tokens_per_s_per_gpu")
+        raise _refused(where, Message(N_("give the measured step_s or tokens_per_s_per_gpu")))
     memory = None
     if _present(row, "peak_memory_bytes"):
         memory = _number(row, "peak_memory_bytes", where)
@@ -407,8 +441,8 @@ def run_from_row(row: Mapping[str, Any], index: int) -> MeasuredRun:
         memory = _number(row, "peak_memory_gb", where) * 1e9
     try:
         return MeasuredRun(request, layout, step_s, memory, name, str(row.get("source") or ""))
-    except ValueError as error:
-        raise ValueError(f"{where}: {str(error).split(': ', 1)[-1]}") from None
+    except RunError as error:
+        raise _refused(where, error.problem) from None
 
 
 def load_runs(text: str, kind: str | None = None) -> list[MeasuredRun]:
@@ -416,32 +450,34 @@ def load_runs(text: str, kind: str | None = None) -> list[MeasuredRun]:
     header row; `kind` "json" or "csv", else guessed from the first character."""
     stripped = text.lstrip()
     if not stripped:
-        raise ValueError("the runs file is empty")
+        raise ValueError(Message(N_("the runs file is empty")))
     kind = kind or ("json" if stripped[0] in "[{" else "csv")
     if kind == "json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
-            raise ValueError(f"the runs file is not valid JSON: {error}") from None
+            template = N_("the runs file is not valid JSON: %(error)s")
+            raise ValueError(Message(template, error=str(error))) from None
         rows = data.get("runs") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ValueError(
-                'a JSON runs file is a list of runs or {"runs": [...]}, each an object'
-            )
+            template = N_('a JSON runs file is a list of runs or {"runs": [...]}, each an object')
+            raise ValueError(Message(template))
     elif kind == "csv":
         reader = csv.DictReader(io.StringIO(text))
         try:
             if not reader.fieldnames:
-                raise ValueError("the CSV runs file has no header row")
+                raise ValueError(Message(N_("the CSV runs file has no header row")))
             rows = [{k.strip(): v for k, v in row.items() if k} for row in reader]
         except csv.Error as error:
-            raise ValueError(f"the runs file is not valid CSV: {error}") from None
+            template = N_("the runs file is not valid CSV: %(error)s")
+            raise ValueError(Message(template, error=str(error))) from None
     else:
-        raise ValueError("a runs file is JSON or CSV")
+        raise ValueError(Message(N_("a runs file is JSON or CSV")))
     if not rows:
-        raise ValueError("the runs file holds no run")
+        raise ValueError(Message(N_("the runs file holds no run")))
     if len(rows) > MAX_RUNS:
-        raise ValueError(f"at most {MAX_RUNS} runs in one file, got {len(rows)}")
+        template = N_("at most %(most)s runs in one file, got %(count)s")
+        raise ValueError(Message(template, most=MAX_RUNS, count=len(rows)))
     return [run_from_row(row, i) for i, row in enumerate(rows)]
 
 

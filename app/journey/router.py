@@ -30,7 +30,7 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS
 from app.language import request_language
-from app.quiz.progress import progress_of
+from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
 from app.security import CurrentUser, OptionalUser
 from app.templating import templates
@@ -58,15 +58,13 @@ def home(request: Request, user: OptionalUser, session: SessionDep) -> HTMLRespo
     goal = goal_of(session, user.id)
     plan = plan_for(goal, position, state.quiz, state.cards, states) if goal else None
     titles = {c.meta.id: c.meta.title for c in state.cards.in_language(request_language(request))}
-    weakest_topics = sorted((t for t in progress.topics if t.studied),
-                            key=lambda t: t.mastery)[:3]  # fmt: skip
     context |= {
         "progress": progress,
         "goal": goal,
         "plan": plan,
         "titles": titles,
         "mastery": level_mastery(progress, position),
-        "weakest_topics": weakest_topics,
+        "weakest_topics": weakest_topics(progress.topics),
     }
     return templates.TemplateResponse(request, "journey/dashboard.html", context)
 

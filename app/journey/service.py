@@ -16,7 +16,7 @@ from app.journey.plan import StepWork, StudyPlan, plan_study, step_minutes
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS, Level, Step, steps
 from app.quiz.bank import GRADED_KINDS, QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.progress import Progress
+from app.quiz.progress import Progress, pooled_mastery
 
 MAX_PLAN_DAYS_AHEAD = 365
 
@@ -134,7 +134,9 @@ def plan_for(
 @dataclass(frozen=True)
 class LevelMastery:
     level: Level
-    mastery: float  # mean FSRS recall over the level's questions (0 for unseen)
+    mastery: float | None  # app.quiz.progress.pooled_mastery of the level's topics
+    studied: int  # questions answered at least once
+    items: int
     done: int
     steps: int
 
@@ -144,8 +146,7 @@ def level_mastery(progress: Progress, position: Position) -> list[LevelMastery]:
     rows = []
     for level in LEVELS:
         topics = [by_card[c] for c in level.cards if c in by_card]
-        items = sum(t.items for t in topics)
-        recall = sum(t.mastery * t.items for t in topics)
-        rows.append(LevelMastery(level, recall / items if items else 0.0,
-                                 position.done_in(level), len(level.cards)))  # fmt: skip
+        rows.append(LevelMastery(level, pooled_mastery(topics), sum(t.studied for t in topics),
+                                 sum(t.items for t in topics), position.done_in(level),
+                                 len(level.cards)))  # fmt: skip
     return rows

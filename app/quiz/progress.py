@@ -1,5 +1,8 @@
 """Where a learner stands: mastery per topic (card), due counts, streak, daily history,
-weakest items and the next due date, all from ItemState and QuizAttempt."""
+weakest items and the next due date, all from ItemState and QuizAttempt.
+
+Mastery is one figure wherever it is shown (progress, dashboard, study groups): `mastery_of`
+a set of items, `pooled_mastery` for several topics together."""
 
 from __future__ import annotations
 
@@ -18,24 +21,57 @@ from app.quiz.scheduling import SCHEDULER, recall_probability
 
 HISTORY_DAYS = 30
 
+# Mastery looks a week ahead. py-fsrs counts whole days since the last review, so recall "now"
+# is exactly 1 for every item answered in the last 24 hours, right or wrong: mastery read 100 %
+# after 2 right answers of 13 (issue #29). A week out, FSRS-6's default parameters give a new
+# item answered wrong (Again, stability w0 = 0.21 days) 58 % and one answered right (Good,
+# w2 = 2.31 days) 81 %.
+MASTERY_HORIZON = timedelta(days=7)
+
+
+def recall_in_a_week(state: ItemState, now: datetime) -> float:
+    """FSRS's predicted chance of recalling the item a week from `now`, if it is not reviewed
+    before then: the scheduler's own forgetting curve (app.quiz.scheduling.recall_probability)."""
+    return recall_probability(state.fsrs_card, now + MASTERY_HORIZON)
+
+
+def mastery_of(states: Iterable[ItemState], now: datetime) -> float | None:
+    """The mastery of a set of items: recall_in_a_week averaged over the items the learner has
+    answered (`states`), None when there are none. Items never answered are not in it: pages
+    show them apart (answered of total), so they count neither as mastered nor as forgotten."""
+    recalls = [recall_in_a_week(s, now) for s in states]
+    return sum(recalls) / len(recalls) if recalls else None
+
 
 @dataclass(frozen=True)
 class TopicProgress:
     card_id: str
     title: str
     items: int
-    studied: int
+    studied: int  # items answered at least once
     due: int
-    # Mean FSRS recall probability over the topic's items; an item never studied counts 0,
-    # so mastery also says how much of the topic has been covered.
-    mastery: float
+    mastery: float | None  # mastery_of the studied items; None when none is
+
+
+def pooled_mastery(topics: Iterable[TopicProgress]) -> float | None:
+    """The mastery of several topics' items together: each topic's figure weighted by its
+    studied items, which is mastery_of all their studied items."""
+    weighted = [(t.mastery, t.studied) for t in topics if t.mastery is not None]
+    n = sum(studied for _, studied in weighted)
+    return sum(m * studied for m, studied in weighted) / n if n else None
+
+
+def weakest_topics(topics: Iterable[TopicProgress], limit: int = 3) -> list[TopicProgress]:
+    """The studied topics of lowest mastery, lowest first."""
+    studied = [t for t in topics if t.mastery is not None]
+    return sorted(studied, key=lambda t: (t.mastery, t.card_id))[:limit]
 
 
 @dataclass(frozen=True)
 class WeakItem:
     item_id: str
     card_id: str
-    recall: float
+    recall: float  # recall_in_a_week
     lapses: int
 
 
@@ -96,7 +132,6 @@ def topic_progress(
         if not items:
             continue
         seen = [by_item[i.id] for i in items if i.id in by_item]
-        recall = sum(recall_probability(s.fsrs_card, now) for s in seen)
         rows.append(
             TopicProgress(
                 card_id=card.meta.id,
@@ -104,7 +139,7 @@ def topic_progress(
                 items=len(items),
                 studied=len(seen),
                 due=sum(1 for s in seen if s.due <= now),
-                mastery=recall / len(items),
+                mastery=mastery_of(seen, now),
             )
         )
     return rows
@@ -159,9 +194,9 @@ def progress_of(
     ]  # fmt: skip
     cards_of = {item.id: item.card for item in bank.all()}
     weakest = sorted(
-        (WeakItem(s.item_id, cards_of[s.item_id], recall_probability(s.fsrs_card, now), s.lapses)
+        (WeakItem(s.item_id, cards_of[s.item_id], recall_in_a_week(s, now), s.lapses)
          for s in states),
-        key=lambda w: (w.recall, -w.lapses),
+        key=lambda w: (w.recall, -w.lapses, w.item_id),
     )[:5]  # fmt: skip
     upcoming = [s.due for s in states if s.due > now]
     due = due_reviews(states, now)

@@ -15,7 +15,9 @@
     var t = JSON.parse(el.dataset.labels);  // in the reader's language
     el.uplot = new window.uPlot({
       width: Math.max(280, el.clientWidth || 600), height: 300,
-      scales: { x: { time: false } },
+      // A log axis: the slowest layouts take many times the best one's step, and on a linear
+      // axis they press every near-best layout flat along the bottom.
+      scales: { x: { time: false }, y: { distr: 3, log: 10 } },
       axes: [{ label: t.x }, { label: t.y, size: 60 }],
       series: [
         { label: t.memory },

@@ -238,6 +238,29 @@ def test_a_bad_file_shows_the_reason_inline(
     assert problem in html.unescape(error)
 
 
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (_csv(ROWS[0].replace(",4096,", ",,")), "第 1 个运行（8b-1node-dp8）：缺少 seq_len"),
+        (_csv(ROWS[0].replace(",8,1,1,1,1,", ",8,3,1,1,1,")),
+         "第 1 个运行（8b-1node-dp8）：并行配置（layout）不合法"),
+        (HEADER + "\n", "运行记录文件里没有任何运行"),
+    ],
+)  # fmt: skip
+def test_a_bad_file_is_refused_in_chinese(
+    page_client: TestClient, content: str, problem: str
+) -> None:
+    fragment = page_client.post(
+        "/calculators/planner/calibrate?lang=zh", files={"runs_file": ("runs.csv", content)}
+    )
+    assert fragment.status_code == 422
+    error = html.unescape(
+        re.search(r'id="calibration-error">(.*?)</div>', fragment.text, re.S).group(1)
+    )
+    assert problem in error
+    assert "run 1" not in error and "missing" not in error
+
+
 def test_nothing_to_fit_is_said(page_client: TestClient) -> None:
     fragment = page_client.post("/calculators/planner/calibrate", data={"runs_text": " "})
     assert fragment.status_code == 422 and "choose a runs file or paste one" in fragment.text

@@ -12,9 +12,10 @@ from sqlalchemy import event
 from sqlmodel import Session, select
 
 from app.accounts.models import User
-from app.journey.syllabus import syllabus_order
+from app.journey.syllabus import LEVELS, syllabus_order
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.scheduling import new_card, review
+from tests.quiz.test_mastery import answer_items, topic_ids
 from tests.utils import register
 
 
@@ -142,3 +143,53 @@ def test_the_dashboard_reads_item_states_once(client: TestClient) -> None:
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert sum("FROM itemstate" in s for s in statements) == 1
+
+
+def _weakest(dashboard: str) -> list[tuple[str, str]]:
+    """The dashboard's weakest topics, in order: (card id, mastery shown)."""
+    section = re.search(r'<section class="panel" id="weakest".*?</section>', dashboard, re.S)
+    assert section
+    return re.findall(r'<li data-card="([^"]+)">.*?<span class="mastery">([^<]+)</span>',
+                      section.group(0), re.S)  # fmt: skip
+
+
+def test_the_weakest_topics_are_the_studied_ones_of_lowest_mastery_first(
+    client: TestClient,
+) -> None:
+    register(client)
+    # Predicted recall a week out (tests/quiz/test_mastery.py): Again 58 %, Hard 75 %,
+    # Good 81 %, Easy 91 %; roofline is never answered.
+    ratings = {"memory-anatomy": Rating.Easy, "mixed-precision": Rating.Good,
+               "zero-stages": Rating.Hard, "tensor-parallel": Rating.Again}  # fmt: skip
+    for card_id, rating in ratings.items():
+        answer_items(client, topic_ids(client, card_id), rating)
+    dashboard = client.get("/").text
+    lowest_first = [("tensor-parallel", "58%"), ("zero-stages", "75%"), ("mixed-precision", "81%")]
+    assert _weakest(dashboard) == lowest_first
+    assert "(6 of 6 questions answered)" in dashboard
+
+
+def test_the_dashboard_defines_mastery_and_counts_each_levels_questions_answered(
+    client: TestClient,
+) -> None:
+    register(client)
+    answer_items(client, topic_ids(client, "memory-anatomy")[:2], Rating.Good)
+    answer_items(client, topic_ids(client, "mixed-precision")[:1], Rating.Again)
+    dashboard = client.get("/").text
+    definition = re.search(r'<small id="mastery-definition">(.*?)</small>', dashboard)
+    assert definition and definition.group(1).startswith(
+        "Mastery: the chance FSRS predicts that you recall a question a week from now, averaged"
+        " over the questions you have answered;"
+    )
+    bank = client.app.state.quiz
+    rows = {key: re.search(rf'data-level="{key}">(.*?)</div>', dashboard, re.S)
+            for key in ("foundations", "memory")}  # fmt: skip
+    foundations = len(bank.for_cards(list(LEVELS[0].cards)))
+    assert rows["foundations"] and rows["memory"]
+    # (2 x 81 % + 58 %) / 3 answered, whatever the level's other questions.
+    assert f"3 of {foundations} answered" in rows["foundations"].group(1)
+    assert '<span class="mastery">73%</span>' in rows["foundations"].group(1)
+    assert '<span class="mastery">–</span>' in rows["memory"].group(1)
+    chinese = client.get("/?lang=zh").text
+    assert "掌握度：FSRS 预测你一周后仍能回忆起一道题的概率 (predicted recall)" in chinese
+    assert f"{foundations} 题中已答 3 题" in chinese
