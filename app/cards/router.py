@@ -9,6 +9,7 @@ from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.i18n import N_, gettext
+from app.journey.syllabus import in_path_order
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
@@ -39,7 +40,7 @@ def _library(request: Request) -> CardLibrary:
 @router.get("", response_class=HTMLResponse)
 def card_list(request: Request, tag: str = "") -> HTMLResponse:
     library, lang = _library(request), request_language(request)
-    cards = [c for c in library.in_language(lang) if not tag or tag in c.meta.tags]
+    cards = [c for c in in_path_order(library.in_language(lang)) if not tag or tag in c.meta.tags]
     return templates.TemplateResponse(
         request,
         "cards/index.html",
@@ -83,7 +84,7 @@ def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
 def topic_map(request: Request) -> HTMLResponse:
     """Every card as a node, an arrow from each prerequisite to the card that needs it."""
     lang = request_language(request)
-    cards = _library(request).in_language(lang)
+    cards = in_path_order(_library(request).in_language(lang))
     lines = ["flowchart TD"]
     for i, c in enumerate(cards):
         title = c.meta.short_title.replace('"', "'")
@@ -101,7 +102,9 @@ def topic_map(request: Request) -> HTMLResponse:
 def cheat_sheet(request: Request) -> HTMLResponse:
     lang = request_language(request)
     return templates.TemplateResponse(
-        request, "cards/cheatsheet.html", {"cards": _library(request).in_language(lang)}
+        request,
+        "cards/cheatsheet.html",
+        {"cards": in_path_order(_library(request).in_language(lang))},
     )
 
 
@@ -118,7 +121,9 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     def in_lang(other_id: str) -> Card | None:
         return library.edition(other_id, lang) or library.get(other_id)
 
-    before, after = (in_lang(c.meta.id) if c else None for c in library.neighbours(card_id))
+    path = [c.meta.id for c in in_path_order(library.all())]
+    i = path.index(card_id)
+    before, after = (in_lang(path[j]) if 0 <= j < len(path) else None for j in (i - 1, i + 1))
     prerequisites = [in_lang(p) for p in card.meta.prerequisites]
     # The link to the other edition, as (lang, label), where that edition is written.
     switch = ("en", "English") if card.lang != "en" else None

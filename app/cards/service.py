@@ -54,9 +54,20 @@ def _fence(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-i
     return self.fence(tokens, idx, options, env)
 
 
+def _table_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-it's signature
+    # A table wider than a phone scrolls inside its own box, never the page (app.css .table-wrap).
+    return '<div class="table-wrap">' + self.renderToken(tokens, idx, options, env)
+
+
+def _table_close(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+    return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+
 def _markdown() -> MarkdownIt:
     md = card_markdown().use(front_matter_plugin).use(anchors_plugin, max_level=3, permalink=True)
     md.add_render_rule("fence", _fence)
+    md.add_render_rule("table_open", _table_open)
+    md.add_render_rule("table_close", _table_close)
     return md
 
 
@@ -265,13 +276,6 @@ class CardLibrary:
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
-
-    def neighbours(self, card_id: str) -> tuple[Card | None, Card | None]:
-        """The cards before and after this one in study order."""
-        i = next(i for i, c in enumerate(self._cards) if c.meta.id == card_id)
-        before = self._cards[i - 1] if i > 0 else None
-        after = self._cards[i + 1] if i + 1 < len(self._cards) else None
-        return before, after
 
     def tags(self) -> list[str]:
         return sorted({t for c in self._cards for t in c.meta.tags})

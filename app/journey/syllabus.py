@@ -7,6 +7,7 @@ them (tests/journey/test_syllabus.py holds the syllabus to that and to covering 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.cards.models import Card
@@ -74,6 +75,14 @@ class Step:
 
 def syllabus_order() -> list[str]:
     return [card for level in LEVELS for card in level.cards]
+
+
+def in_path_order(cards: Iterable[Card]) -> list[Card]:
+    """The cards in the path's order, which keeps every prerequisite before the cards that
+    need it (problems() checks it): how /cards, the map, the cheat sheet and a card's previous
+    and next links list them. A card the path does not name follows, in the order given."""
+    position = {card_id: i for i, card_id in enumerate(syllabus_order())}
+    return sorted(cards, key=lambda c: position.get(c.meta.id, len(position)))
 
 
 def steps(library: CardLibrary, lang: str = "en") -> list[Step]:

@@ -1,11 +1,11 @@
-// The compute & time page: days to finish vs GPU count, drawn from the data the server rendered,
-// again after every htmx swap of the result.
+// Days to finish vs GPU count, drawn from the data the server rendered: on the compute & time
+// page (again after every htmx swap of the result) and in a card's worked examples, where
+// several may share a page, so every such chart is drawn.
 (function () {
   "use strict";
 
-  function drawChart() {
-    var el = document.getElementById("compute-chart");
-    if (!el || !window.uPlot || el.dataset.drawn) return;
+  function draw(el) {
+    if (!window.uPlot || el.dataset.drawn) return;
     var s = JSON.parse(el.dataset.series);
     var here = s.gpus.map(function (g, i) { return g === s.current ? s.days[i] : null; });
     var t = JSON.parse(el.dataset.labels);  // in the reader's language
@@ -22,8 +22,12 @@
     el.dataset.drawn = "1";
   }
 
+  function drawAll() {
+    document.querySelectorAll(".chart[data-series][id='compute-chart']").forEach(draw);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    drawChart();
-    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+    drawAll();
+    if (window.htmx) window.htmx.onLoad(drawAll);
   });
 })();

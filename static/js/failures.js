@@ -1,5 +1,6 @@
-// The failures page: goodput against the checkpoint interval, drawn from the data the server
-// rendered, with Young's, Daly's and the chosen interval marked (redrawn after htmx swaps).
+// Goodput against the checkpoint interval, drawn from the data the server rendered, with Young's,
+// Daly's and the chosen interval marked: on the failures page (redrawn after htmx swaps) and in
+// a card's worked examples, where several may share a page, so every such chart is drawn.
 (function () {
   "use strict";
 
@@ -7,9 +8,8 @@
     return xs.map(function (x, i) { return at !== null && x === at ? ys[i] : null; });
   }
 
-  function drawChart() {
-    var el = document.getElementById("failures-chart");
-    if (!el || !window.uPlot || el.dataset.drawn) return;
+  function draw(el) {
+    if (!window.uPlot || el.dataset.drawn) return;
     var s = JSON.parse(el.dataset.series);
     var pct = s.goodput.map(function (g) { return 100 * g; });
     var dot = function (color) { return { show: true, size: 10, fill: color, stroke: color }; };
@@ -30,8 +30,12 @@
     el.dataset.drawn = "1";
   }
 
+  function drawAll() {
+    document.querySelectorAll(".chart[data-series][id='failures-chart']").forEach(draw);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    drawChart();
-    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+    drawAll();
+    if (window.htmx) window.htmx.onLoad(drawAll);
   });
 })();

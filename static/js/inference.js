@@ -1,11 +1,11 @@
-// The inference-memory page's memory-vs-batch chart, drawn from the data the server rendered
-// (redrawn after every htmx swap). Presets are static/js/model-presets.js.
+// The inference-memory result's memory-vs-batch chart, drawn from the data the server rendered:
+// on the calculator's page (redrawn after every htmx swap) and in a card's worked examples, where
+// several may share a page, so every such chart is drawn. Presets are static/js/model-presets.js.
 (function () {
   "use strict";
 
-  function drawChart() {
-    var el = document.getElementById("inference-chart");
-    if (!el || !window.uPlot || el.dataset.drawn) return;
+  function draw(el) {
+    if (!window.uPlot || el.dataset.drawn) return;
     var s = JSON.parse(el.dataset.series);
     var u = s.unit_bytes;
     var totals = s.total_bytes.map(function (b) { return b / u; });
@@ -28,8 +28,12 @@
     el.dataset.drawn = "1";
   }
 
+  function drawAll() {
+    document.querySelectorAll(".chart[data-series][id='inference-chart']").forEach(draw);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    drawChart();
-    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+    drawAll();
+    if (window.htmx) window.htmx.onLoad(drawAll);
   });
 })();

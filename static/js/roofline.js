@@ -1,11 +1,11 @@
-// The roofline page: attainable FLOP/s against intensity (log-log) with the operation marked,
-// drawn from the data the server rendered, again after every htmx swap of the result.
+// Attainable FLOP/s against intensity (log-log) with the operation marked, drawn from the data
+// the server rendered: on the roofline page (again after every htmx swap of the result) and in a
+// card's worked examples, where several may share a page, so every such chart is drawn.
 (function () {
   "use strict";
 
-  function drawChart() {
-    var el = document.getElementById("roofline-chart");
-    if (!el || !window.uPlot || el.dataset.drawn) return;
+  function draw(el) {
+    if (!window.uPlot || el.dataset.drawn) return;
     var s = JSON.parse(el.dataset.series);
     var tera = function (v) { return v === null ? null : v / 1e12; };
     var roof = s.roof.map(tera);
@@ -26,8 +26,12 @@
     el.dataset.drawn = "1";
   }
 
+  function drawAll() {
+    document.querySelectorAll(".chart[data-series][id='roofline-chart']").forEach(draw);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    drawChart();
-    if (window.htmx) window.htmx.onLoad(function () { drawChart(); });
+    drawAll();
+    if (window.htmx) window.htmx.onLoad(drawAll);
   });
 })();

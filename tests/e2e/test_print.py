@@ -16,6 +16,7 @@ from pypdf import PdfReader
 from app.cards.models import Card
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR
+from app.journey.syllabus import in_path_order
 
 pytestmark = pytest.mark.browser
 
@@ -120,7 +121,7 @@ def assert_no_chrome(text: str) -> None:
 
 @pytest.mark.parametrize("paper", ["A4", "Letter"])
 def test_the_cheat_sheet_prints_every_30_second_answer(page: Page, paper: str) -> None:
-    cards = LIBRARY.in_language("en")
+    cards = in_path_order(LIBRARY.in_language("en"))
     page.goto("/cards/cheatsheet")
     expect(page.locator(".cheat")).to_have_count(len(cards))
     expect(page.locator(".cheat .katex").first).to_be_visible()
@@ -135,7 +136,7 @@ def test_the_cheat_sheet_prints_every_30_second_answer(page: Page, paper: str) -
         if canon(phrase) not in printed
     ]
     assert not missing, "not in the printed cheat sheet:\n" + "\n".join(missing)
-    # In study order, as on screen.
+    # In the path's order, as on screen.
     positions = [printed.find(canon(c.meta.title)) for c in cards]
     assert positions == sorted(positions), "the printed answers are out of study order"
     assert_no_chrome(text)
