@@ -1,4 +1,5 @@
-"""The learner's goal: the interview date and the minutes a day they can give, one per user."""
+"""The learner's goal: the interview date, the minutes a day they can give and whether their
+plan takes compressed steps (app/journey/plan.py), one per user."""
 
 from __future__ import annotations
 
@@ -18,4 +19,5 @@ class StudyGoal(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True, unique=True)
     interview_date: date
     minutes_per_day: int
+    compressed: bool = False  # each step reads the 30-second answer and the derivation only
     updated_at: datetime = Field(default_factory=utc_now)

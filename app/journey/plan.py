@@ -5,6 +5,18 @@ The plan is made again from the learner's state whenever it is shown, so a misse
 a broken plan: its steps are still ahead, spread over the days left, and the plan says when
 they no longer fit (and how many minutes a day would make them fit).
 
+When every step fits, the plan takes them in path order. When they do not, it keeps what an
+interview needs most and lists the rest as left out, never dropping a step silently:
+
+1. Priority: the steps named `first`, in that order (the service names the Design level, the
+   interview core, then the topics the learner has answered, lowest mastery first), then every
+   other step in path order.
+2. Walking that order, a step joins the plan together with its prerequisites not in it yet,
+   if the plan with them all still fits; if not, the step is left out and the walk goes on, so
+   a smaller step further down may still use the room. A step is never kept without its
+   prerequisites.
+3. The kept steps go on the calendar in path order, which puts prerequisites first.
+
 Reviews are forecast with the app's own FSRS scheduler: an item first answered on day d (and
 recalled every time, rated Good) falls due on the days its chain of intervals gives, and an
 item already in review falls due on its stored date, then follows the same chain. Recalling
@@ -29,6 +41,10 @@ MINUTES_PER_QUESTION = 1.0  # a first answer, with the card fresh
 MINUTES_PER_REVIEW = 0.5  # most reviews are one choice or one number
 MOCK_DAY_MIN_DAYS = 3  # with at least this many days, keep the last for a mock interview
 MAX_PLAN_DAYS = 366
+# A compressed step reads the 30-second answer and the derivation after it, works the numbers
+# and runs the demo as a whole step does, and answers this many questions (a whole step
+# answers app.journey.syllabus.STEP_QUESTIONS): one to say the answer, one to use the formula.
+COMPRESSED_STEP_QUESTIONS = 2
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,7 @@ class StepWork:
     card_id: str
     minutes: float
     items: int  # its questions, which then come back as reviews
+    prerequisites: tuple[str, ...] = ()  # cards it needs first (those done are not steps)
 
 
 @dataclass
@@ -52,9 +69,10 @@ class PlanDay:
 @dataclass(frozen=True)
 class StudyPlan:
     days: list[PlanDay]
-    unplaced: list[str]  # steps that do not fit before the interview
+    unplaced: list[str]  # steps left out: they do not fit before the interview (path order)
     minutes_per_day: int
     minutes_needed_per_day: int | None  # the least that fits everything (None: it fits)
+    left_out_minutes: float = 0.0  # the left-out steps' minutes together
 
     @property
     def fits(self) -> bool:
@@ -65,6 +83,8 @@ class StudyPlan:
 
 
 def step_minutes(words: int, questions: int) -> float:
+    """A step's minutes: reading `words`, the calculator and the demo, `questions` answers.
+    A compressed step is priced by the same sum over its shorter reading and fewer questions."""
     return (
         words / READING_WORDS_PER_MINUTE
         + CALCULATOR_AND_DEMO_MINUTES
@@ -93,29 +113,73 @@ def plan_study(
     minutes_per_day: int,
     steps: Sequence[StepWork],
     due_dates: Iterable[date] = (),
+    first: Sequence[str] = (),
 ) -> StudyPlan:
-    """Days from today to the day before the interview; steps in syllabus order."""
-    days, unplaced = _schedule(today, interview, minutes_per_day, steps, due_dates)
-    needed = None
-    if unplaced:
-        needed = _least_minutes_that_fit(today, interview, steps, list(due_dates))
-    return StudyPlan(days, unplaced, minutes_per_day, needed)
+    """Days from today to the day before the interview. `steps` are in path order (each after
+    its prerequisites); when they do not all fit, `first` names the steps to keep before the
+    others (the module's docstring gives the whole rule)."""
+    reviews = _reviews_due(today, due_dates)
+    days, unplaced = _schedule(today, interview, minutes_per_day, steps, reviews)
+    if not unplaced:
+        return StudyPlan(days, [], minutes_per_day, None)
+    kept = _kept_by_priority(today, interview, minutes_per_day, steps, reviews, first)
+    chosen = [s for s in steps if s.card_id in kept]
+    days, _ = _schedule(today, interview, minutes_per_day, chosen, reviews)
+    left_out = [s for s in steps if s.card_id not in kept]
+    needed = _least_minutes_that_fit(today, interview, steps, reviews)
+    return StudyPlan(days, [s.card_id for s in left_out], minutes_per_day, needed,
+                     sum(s.minutes for s in left_out))  # fmt: skip
 
 
-def _schedule(
+def _with_prerequisites(card_id: str, steps: Sequence[StepWork]) -> set[str]:
+    """The step and every step it needs, directly or through another."""
+    by_id = {s.card_id: s for s in steps}
+    found: set[str] = set()
+    wanted = [card_id]
+    while wanted:
+        current = wanted.pop()
+        if current in by_id and current not in found:
+            found.add(current)
+            wanted.extend(by_id[current].prerequisites)
+    return found
+
+
+def _kept_by_priority(
     today: date, interview: date, minutes_per_day: int, steps: Sequence[StepWork],
-    due_dates: Iterable[date],
-) -> tuple[list[PlanDay], list[str]]:  # fmt: skip
-    count = min(max((interview - today).days, 0), MAX_PLAN_DAYS)
-    days = [PlanDay(today + timedelta(days=i)) for i in range(count)]
-    if count >= MOCK_DAY_MIN_DAYS:
-        days[-1].mock_interview = True
+    reviews: Counter[int], first: Sequence[str],
+) -> set[str]:  # fmt: skip
+    path = [s.card_id for s in steps]
+    kept: set[str] = set()
+    for card_id in dict.fromkeys([*(c for c in first if c in path), *path]):
+        if card_id in kept:
+            continue
+        joining = _with_prerequisites(card_id, steps) - kept
+        trial = [s for s in steps if s.card_id in kept or s.card_id in joining]
+        if not _schedule(today, interview, minutes_per_day, trial, reviews)[1]:
+            kept |= joining
+    return kept
+
+
+def _reviews_due(today: date, due_dates: Iterable[date]) -> Counter[int]:
+    """Reviews of items already answered, by day from today (0: today)."""
     reviews: Counter[int] = Counter()
     for due in due_dates:
         first = max((due - today).days, 0)
         reviews[first] += 1
         for offset in review_offsets():
             reviews[first + offset] += 1
+    return reviews
+
+
+def _schedule(
+    today: date, interview: date, minutes_per_day: int, steps: Sequence[StepWork],
+    due_reviews: Counter[int],
+) -> tuple[list[PlanDay], list[str]]:  # fmt: skip
+    count = min(max((interview - today).days, 0), MAX_PLAN_DAYS)
+    days = [PlanDay(today + timedelta(days=i)) for i in range(count)]
+    if count >= MOCK_DAY_MIN_DAYS:
+        days[-1].mock_interview = True
+    reviews = due_reviews.copy()
     pending = list(steps)
     for i, plan_day in enumerate(days):
         plan_day.reviews = reviews[i]
@@ -138,14 +202,14 @@ def _schedule(
 
 
 def _least_minutes_that_fit(
-    today: date, interview: date, steps: Sequence[StepWork], due_dates: list[date]
+    today: date, interview: date, steps: Sequence[StepWork], due_reviews: Counter[int]
 ) -> int | None:
     low, high = 1, 24 * 60
-    if _schedule(today, interview, high, steps, due_dates)[1]:
+    if _schedule(today, interview, high, steps, due_reviews)[1]:
         return None  # not even a whole day each day: too few days left
     while low < high:
         middle = (low + high) // 2
-        if _schedule(today, interview, middle, steps, due_dates)[1]:
+        if _schedule(today, interview, middle, steps, due_reviews)[1]:
             low = middle + 1
         else:
             high = middle

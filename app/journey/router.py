@@ -14,6 +14,7 @@ from app.forms import SubmittedForm, parse_form
 from app.i18n import gettext
 from app.journey.plan import (
     CALCULATOR_AND_DEMO_MINUTES,
+    COMPRESSED_STEP_QUESTIONS,
     MINUTES_PER_QUESTION,
     MINUTES_PER_REVIEW,
     READING_WORDS_PER_MINUTE,
@@ -28,7 +29,7 @@ from app.journey.service import (
     questions_to_finish,
     set_goal,
 )
-from app.journey.syllabus import LEVELS
+from app.journey.syllabus import LEVELS, STEP_QUESTIONS
 from app.language import request_language
 from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
@@ -91,7 +92,8 @@ def step_page(
     context = {"step": step, "after": after, "before": before, "position": position,
                "calculator": CALCULATOR_PAGES.get(step.calculator or ""),
                "demo": DEMO_PAGES.get(step.demo or ""),
-               "questions": questions_to_finish(request.app.state.quiz, step.card_id),
+               "questions": questions_to_finish(request.app.state.quiz, step.card_id,
+                                                position.compressed),
                "done": step.card_id in position.done}  # fmt: skip
     return templates.TemplateResponse(request, "journey/step.html", context)
 
@@ -105,11 +107,15 @@ def _plan_page(request: Request, session: SessionDep, user_id: int, status_code:
     if goal:
         plan = plan_for(goal, position, state.quiz, state.cards, states_of(session, user_id))
     titles = {s.card_id: s.card.meta.title for s in position.steps}
+    short_titles = {s.card_id: s.card.meta.short_title for s in position.steps}
     numbers = {s.card_id: s.number for s in position.steps}
     pace = {"wpm": READING_WORDS_PER_MINUTE, "hands_on": CALCULATOR_AND_DEMO_MINUTES,
-            "question": MINUTES_PER_QUESTION, "review": MINUTES_PER_REVIEW}  # fmt: skip
-    context = {"goal": goal, "plan": plan, "titles": titles, "numbers": numbers, "pace": pace,
-               "today": datetime.now(UTC).date(), **extra}  # fmt: skip
+            "question": MINUTES_PER_QUESTION, "review": MINUTES_PER_REVIEW,
+            "questions": STEP_QUESTIONS,
+            "compressed_questions": COMPRESSED_STEP_QUESTIONS}  # fmt: skip
+    context = {"goal": goal, "plan": plan, "titles": titles, "short_titles": short_titles,
+               "numbers": numbers, "pace": pace, "today": datetime.now(UTC).date(),
+               **extra}  # fmt: skip
     return templates.TemplateResponse(request, "journey/plan.html", context, status_code)
 
 

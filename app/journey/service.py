@@ -10,25 +10,36 @@ from datetime import UTC, date, datetime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import Session, col, select
 
+from app.cards.models import Card
 from app.cards.service import CardLibrary
+from app.i18n import N_
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
-from app.journey.plan import StepWork, StudyPlan, plan_study, step_minutes
+from app.journey.plan import (
+    COMPRESSED_STEP_QUESTIONS,
+    StepWork,
+    StudyPlan,
+    plan_study,
+    step_minutes,
+)
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS, Level, Step, steps
 from app.quiz.bank import GRADED_KINDS, QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.progress import Progress, pooled_mastery
+from app.quiz.progress import Progress, pooled_mastery, topic_progress, weakest_topics
 
 MAX_PLAN_DAYS_AHEAD = 365
+# The interview core: the level a "design the run" question draws on, kept first by the plan.
+CORE_LEVEL = "design"
 
 
 def today_utc() -> date:
     return datetime.now(UTC).date()
 
 
-def questions_to_finish(bank: QuestionBank, card_id: str) -> int:
-    """How many of a card's graded questions a learner answers right to finish its step."""
+def questions_to_finish(bank: QuestionBank, card_id: str, compressed: bool = False) -> int:
+    """How many of a card's graded questions a learner answers right to finish its step (a
+    compressed step, COMPRESSED_STEP_QUESTIONS)."""
     graded = [i for i in bank.for_cards([card_id]) if i.kind in GRADED_KINDS]
-    return min(STEP_QUESTIONS, len(graded))
+    return min(COMPRESSED_STEP_QUESTIONS if compressed else STEP_QUESTIONS, len(graded))
 
 
 def answered_right(session: Session, user_id: int) -> set[str]:
@@ -38,20 +49,23 @@ def answered_right(session: Session, user_id: int) -> set[str]:
     ))  # fmt: skip
 
 
-def completed_cards(session: Session, user_id: int, bank: QuestionBank) -> set[str]:
+def completed_cards(
+    session: Session, user_id: int, bank: QuestionBank, compressed: bool = False
+) -> set[str]:
     """Cards whose step is done: enough of their questions answered right."""
     right = answered_right(session, user_id)
     per_card: dict[str, int] = defaultdict(int)
     for item in bank.all():
         if item.id in right:
             per_card[item.card] += 1
-    return {card for card, n in per_card.items() if n >= questions_to_finish(bank, card)}
+    return {c for c, n in per_card.items() if n >= questions_to_finish(bank, c, compressed)}
 
 
 @dataclass(frozen=True)
 class Position:
     steps: list[Step]
     done: set[str]
+    compressed: bool = False  # the learner's plan takes compressed steps
 
     @property
     def next_step(self) -> Step | None:
@@ -63,9 +77,14 @@ class Position:
 
 def position_of(session: Session | None, user_id: int | None, bank: QuestionBank,
                 library: CardLibrary, lang: str = "en") -> Position:  # fmt: skip
-    """The path in `lang`, with the user's finished steps (none for a visitor)."""
-    done = set() if session is None or user_id is None else completed_cards(session, user_id, bank)
-    return Position(steps(library, lang), done)
+    """The path in `lang`, with the user's finished steps (none for a visitor): compressed
+    steps when their plan takes them."""
+    if session is None or user_id is None:
+        return Position(steps(library, lang), set())
+    goal = goal_of(session, user_id)
+    compressed = goal is not None and goal.compressed
+    done = completed_cards(session, user_id, bank, compressed)
+    return Position(steps(library, lang), done, compressed)
 
 
 class GoalForm(BaseModel):
@@ -75,6 +94,7 @@ class GoalForm(BaseModel):
 
     interview_date: date
     minutes_per_day: int = Field(ge=MIN_MINUTES_PER_DAY, le=MAX_MINUTES_PER_DAY)
+    compressed: bool = False  # whole steps unless the learner picks compressed ones
 
     @model_validator(mode="after")
     def _ahead(self) -> GoalForm:
@@ -86,7 +106,8 @@ class GoalForm(BaseModel):
         return self
 
 
-GOAL_LABELS = {"interview_date": "Interview date", "minutes_per_day": "Minutes per day"}
+GOAL_LABELS = {"interview_date": "Interview date", "minutes_per_day": "Minutes per day",
+               "compressed": N_("Each step")}  # fmt: skip
 
 
 def goal_of(session: Session, user_id: int) -> StudyGoal | None:
@@ -99,11 +120,43 @@ def set_goal(session: Session, user_id: int, form: GoalForm) -> StudyGoal:
     )
     goal.interview_date = form.interview_date
     goal.minutes_per_day = form.minutes_per_day
+    goal.compressed = form.compressed
     goal.updated_at = datetime.now(UTC)
     session.add(goal)
     session.commit()
     session.refresh(goal)
     return goal
+
+
+def compressed_words(card: Card) -> int:
+    """The words a compressed step reads: the card's first two sections, the 30-second answer
+    and the derivation after it (headings included, as a whole step counts them)."""
+    lines = [line.strip() for line in card.text.splitlines()]
+    start = lines.index(f"## {card.sections[0]}")
+    end = lines.index(f"## {card.sections[2]}") if len(card.sections) > 2 else len(lines)
+    return len(" ".join(lines[start:end]).split())
+
+
+def step_work(step: Step, bank: QuestionBank, library: CardLibrary, compressed: bool) -> StepWork:
+    """A step's minutes and questions, whole or compressed, and the cards it needs first.
+    Reading time is the English card's length in any language: a Chinese edition has no
+    spaces to count words by, and says the same things."""
+    english = library.get(step.card_id) or step.card
+    n = questions_to_finish(bank, step.card_id, compressed)
+    words = compressed_words(english) if compressed else len(english.text.split())
+    return StepWork(step.card_id, step_minutes(words, n), n, tuple(english.meta.prerequisites))
+
+
+def plan_priority(
+    bank: QuestionBank, library: CardLibrary, states: list[ItemState], now: datetime
+) -> list[str]:
+    """The steps a plan keeps first when not all fit: the Design level (the interview core) in
+    path order, then every topic the learner has answered, lowest mastery first
+    (app.quiz.progress's figure and order, as the dashboard's weakest topics)."""
+    core = next(level for level in LEVELS if level.key == CORE_LEVEL).cards
+    topics = topic_progress(bank, library, states, now)
+    weakest = [t.card_id for t in weakest_topics(topics, limit=len(topics))]
+    return list(dict.fromkeys([*core, *weakest]))
 
 
 def plan_for(
@@ -114,21 +167,17 @@ def plan_for(
     states: Iterable[ItemState],
     today: date | None = None,
 ) -> StudyPlan:
-    """The plan from today: the steps not done yet, in order, and the reviews the learner's
-    item states (app.quiz.review_queue.states_of) bring due. Reading time is the English card's
-    length in any language: a Chinese edition has no spaces to count words by, and says the
-    same things."""
-    work = []
-    for step in position.steps:
-        if step.card_id in position.done:
-            continue
-        english = library.get(step.card_id)
-        words = len((english or step.card).text.split())
-        n = questions_to_finish(bank, step.card_id)
-        work.append(StepWork(step.card_id, step_minutes(words, n), n))
+    """The plan from today: the steps not done yet (compressed if the goal says so), and the
+    reviews the learner's item states (app.quiz.review_queue.states_of) bring due; when the
+    steps do not all fit, plan_priority's steps are kept first."""
+    states = list(states)
+    work = [step_work(s, bank, library, goal.compressed)
+            for s in position.steps if s.card_id not in position.done]  # fmt: skip
     known = {item.id for item in bank.all()}
     due = [s.due.astimezone(UTC).date() for s in states if s.item_id in known]
-    return plan_study(today or today_utc(), goal.interview_date, goal.minutes_per_day, work, due)
+    first = plan_priority(bank, library, states, datetime.now(UTC))
+    return plan_study(today or today_utc(), goal.interview_date, goal.minutes_per_day, work, due,
+                      first)  # fmt: skip
 
 
 @dataclass(frozen=True)

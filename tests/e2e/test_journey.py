@@ -77,3 +77,36 @@ def test_a_learner_plans_to_a_date_and_sees_the_plan_and_the_dashboard(page: Pag
     page.fill("input[name=minutes_per_day]", "20")
     page.click("#plan-form button[type=submit]")
     expect(page.locator("#plan-warning")).to_contain_text("do not fit")
+
+
+def test_a_path_that_does_not_fit_lists_what_is_left_out_until_steps_are_compressed(
+    page: Page,
+) -> None:
+    register(page)
+    page.goto("/plan")
+    page.fill("input[name=interview_date]",
+              (datetime.now(UTC).date() + timedelta(days=14)).isoformat())  # fmt: skip
+    page.fill("input[name=minutes_per_day]", "45")
+    expect(page.locator("#plan-steps")).to_have_value("false")
+    page.click("#plan-form button[type=submit]")
+    # Whole steps: the Design level is planned, and what is left out is listed with its totals.
+    design = syllabus_order().index("choosing-a-parallel-layout") + 1
+    expect(page.locator(f"#plan-calendar a[href='/path/{design}']")).to_be_visible()
+    expect(page.locator("#plan-left-out")).to_contain_text("Left out:")
+    expect(page.locator("#left-out-total")).to_have_text(re.compile(r"^\d+ steps, \d+ minutes$"))
+    expect(page.locator("#plan-fits-at")).to_contain_text("minutes a day everything fits")
+    expect(page.locator("#plan-priority")).to_contain_text("the Design level")
+    left_out = page.locator("#plan-left-out a").first
+    card_id = left_out.get_attribute("data-card")
+    left_out.click()
+    expect(page).to_have_url(re.compile(rf"/path/{syllabus_order().index(card_id) + 1}$"))
+    # Compressed steps: the same days hold the whole path, and the choice is remembered.
+    page.goto("/plan")
+    page.select_option("#plan-steps", "true")
+    page.click("#plan-form button[type=submit]")
+    expect(page.locator("#plan-fits")).to_be_visible()
+    expect(page.locator("#plan-left-out")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#plan-steps")).to_have_value("true")
+    page.goto("/path/1")
+    expect(page.locator("#step-parts")).to_contain_text("Answer 2 of its questions right")

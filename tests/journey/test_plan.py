@@ -1,5 +1,6 @@
 """The study plan: steps in order within the minutes a day, reviews from the FSRS scheduler,
-a warning and the minutes that would fit when the path does not."""
+a warning and the minutes that would fit when the path does not, and which steps it keeps
+(what it names first, with their prerequisites) and leaves out when not all fit."""
 
 from __future__ import annotations
 
@@ -80,19 +81,65 @@ def test_no_days_left_plans_nothing() -> None:
     assert plan.days == [] and plan.unplaced == ["card-0", "card-1", "card-2"]
 
 
-@given(
-    days=st.integers(0, 40),
-    minutes=st.integers(10, 240),
-    sizes=st.lists(st.floats(5, 90), max_size=30),
-)
-def test_every_step_is_placed_once_in_order_within_the_budget(
-    days: int, minutes: int, sizes: list[float]
+def test_a_step_that_does_not_fit_is_left_out_and_a_smaller_one_after_it_takes_the_room() -> None:
+    steps = [StepWork("a", 30, 0), StepWork("b", 50, 0), StepWork("c", 10, 0)]
+    plan = plan_study(TODAY, TODAY + timedelta(days=1), 40, steps)
+    assert [day.new_steps for day in plan.days] == [["a", "c"]]
+    assert plan.unplaced == ["b"] and plan.left_out_minutes == 50
+    assert plan.minutes_needed_per_day == 30 + 50 + 10  # all three in the one day
+
+
+def test_a_step_named_first_is_kept_with_its_prerequisites_ahead_of_it() -> None:
+    # One day of 40 minutes holds two of these 20-minute steps; z needs p.
+    steps = [StepWork("p", 20, 0), StepWork("a", 20, 0), StepWork("b", 20, 0),
+             StepWork("z", 20, 0, ("p",))]  # fmt: skip
+    in_order = plan_study(TODAY, TODAY + timedelta(days=1), 40, steps)
+    assert [day.new_steps for day in in_order.days] == [["p", "a"]]
+    plan = plan_study(TODAY, TODAY + timedelta(days=1), 40, steps, first=["z"])
+    assert [day.new_steps for day in plan.days] == [["p", "z"]]
+    assert plan.unplaced == ["a", "b"] and plan.left_out_minutes == 40
+
+
+def test_what_is_named_first_is_kept_in_that_order_then_the_rest_in_path_order() -> None:
+    # The core step d, then the weak topics w2 (the weaker) and w1, as the service names them.
+    steps = [StepWork(c, 20, 0) for c in ("a", "w1", "b", "w2", "d")]
+    first = ["d", "w2", "w1"]
+    three = plan_study(TODAY, TODAY + timedelta(days=1), 60, steps, first=first)
+    assert [day.new_steps for day in three.days] == [["w1", "w2", "d"]]  # path order
+    assert three.unplaced == ["a", "b"]
+    two = plan_study(TODAY, TODAY + timedelta(days=1), 40, steps, first=first)
+    assert two.days[0].new_steps == ["w2", "d"] and two.unplaced == ["a", "w1", "b"]
+    four = plan_study(TODAY, TODAY + timedelta(days=1), 80, steps, first=first)
+    assert four.days[0].new_steps == ["a", "w1", "w2", "d"] and four.unplaced == ["b"]
+
+
+@st.composite
+def paths(draw: st.DrawFn) -> tuple[list[StepWork], list[str]]:
+    """Steps in path order, each needing some of the steps before it, and a priority."""
+    sizes = draw(st.lists(st.floats(5, 90), max_size=30))
+    steps = []
+    for i, minutes in enumerate(sizes):
+        needs = draw(st.sets(st.integers(0, i - 1), max_size=3)) if i else set()
+        steps.append(StepWork(f"c{i}", minutes, 5, tuple(f"c{j}" for j in sorted(needs))))
+    ids = [s.card_id for s in steps]
+    first = draw(st.permutations(ids).map(lambda order: order[: len(order) // 2]))
+    return steps, first
+
+
+@given(days=st.integers(0, 40), minutes=st.integers(10, 240), drawn=paths())
+def test_every_step_is_placed_once_after_its_prerequisites_within_the_budget(
+    days: int, minutes: int, drawn: tuple[list[StepWork], list[str]]
 ) -> None:
-    steps = [StepWork(f"c{i}", m, 5) for i, m in enumerate(sizes)]
-    plan = plan_study(TODAY, TODAY + timedelta(days=days), minutes, steps)
+    steps, first = drawn
+    plan = plan_study(TODAY, TODAY + timedelta(days=days), minutes, steps, first=first)
     placed = [c for day in plan.days for c in day.new_steps]
-    assert placed + plan.unplaced == [s.card_id for s in steps]
+    # Each step once, placed or left out; the placed ones in path order.
+    assert sorted(placed + plan.unplaced) == sorted(s.card_id for s in steps)
+    assert placed == [s.card_id for s in steps if s.card_id in placed]
     by_id = {s.card_id: s for s in steps}
+    assert abs(plan.left_out_minutes - sum(by_id[c].minutes for c in plan.unplaced)) < 1e-6
+    for step in (by_id[c] for c in placed):
+        assert all(placed.index(p) < placed.index(step.card_id) for p in step.prerequisites)
     for day in plan.days:
         reviews = day.reviews * MINUTES_PER_REVIEW
         assert abs(day.minutes - reviews - sum(by_id[c].minutes for c in day.new_steps)) < 1e-6
