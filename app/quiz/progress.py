@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
-from app.quiz.review_queue import new_left_today, states_of
+from app.quiz.review_queue import coming_back, new_left_today, states_of
 from app.quiz.scheduling import SCHEDULER, recall_probability
 
 HISTORY_DAYS = 30
@@ -249,7 +249,8 @@ def review_count(
     states_read: list[ItemState] | None = None,
 ) -> ReviewCount:  # fmt: skip
     """Counts for the review's progress bar: an answer moves an item from due or new to
-    done; a wrong one brings it back as due a little later, so the total grows by one.
+    done; a wrong one counts as due again at once (the review asks it again before it ends,
+    review_queue.coming_back), so the total grows by one.
     `new_left` is new_left_today's count and `states_read` the user's item states, where the
     caller has them already (from next_item's page)."""
     now = now or datetime.now(UTC)
@@ -261,7 +262,8 @@ def review_count(
     states = [s for s in states_read if s.item_id in item_ids]
     return ReviewCount(
         done=len(_attempts_today(session, user_id, item_ids, now)),
-        due=sum(1 for s in states if s.due <= now),
+        due=sum(1 for s in states if s.due <= now)
+        + len(coming_back(session, user_id, states, now)),
         new=min(len(item_ids) - len(states), new_left),
     )
 

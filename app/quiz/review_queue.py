@@ -3,11 +3,18 @@ cards' study order (prerequisites first); a topic narrows both to a card or a ta
 
 A daily review brings in at most NEW_PER_DAY new items, as Anki does: new material is
 learned a little at a time, and a day's review has an end (the study plan, app/journey,
-schedules the path's new cards; practice on a topic has no cap)."""
+schedules the path's new cards; practice on a topic has no cap).
+
+An item answered wrong goes back to FSRS's (re)learning steps, due again in 1 or 10 minutes.
+It comes back among the due items once that time has passed; if the review runs out first,
+it is asked before the review ends, up to LEARN_AHEAD early, as Anki's "learn ahead limit"
+does, so that a wrong answer is always answered again in the same sitting."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
 from typing import Literal
 
 from sqlalchemy import func
@@ -21,6 +28,7 @@ from app.quiz.scheduling import recall_probability
 
 Mode = Literal["review", "practice"]
 NEW_PER_DAY = 20
+LEARN_AHEAD = timedelta(minutes=20)  # Anki's default learn ahead limit
 
 
 def new_left_today(session: Session, user_id: int, now: datetime) -> int:
@@ -53,19 +61,52 @@ def topic_cards(cards: CardLibrary, topic: str) -> list[str]:
     return tagged
 
 
-def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> list[tuple[str, str]]:
-    """(value, label) for the topic filter: tags, then cards that have items, in study order,
-    each under its title in `lang` (its edition there, else English)."""
+@dataclass(frozen=True)
+class TopicOptions:
+    """The topic filter's choices, each (value, label): the cards that have questions, in
+    study order under their titles in the learner's language, then the tags of those cards."""
+
+    cards: list[tuple[str, str]]
+    tags: list[tuple[str, str]]
+
+    def label_of(self, value: str) -> str | None:
+        return next((label for v, label in self.cards + self.tags if v == value), None)
+
+
+def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> TopicOptions:
+    """The topic filter's choices; card titles in `lang` (the card's edition there, else
+    English). A tag none of whose cards has a question is left out: it would ask nothing."""
     with_items = {item.card for item in bank.all()}
-    options = [(tag, f"#{tag}") for tag in cards.tags()]
-    options += [(c.meta.id, c.meta.title) for c in cards.in_language(lang)
-                if c.meta.id in with_items]  # fmt: skip
-    return options
+    tags = sorted({t for c in cards.all() if c.meta.id in with_items for t in c.meta.tags})
+    return TopicOptions(
+        cards=[(c.meta.id, c.meta.title) for c in cards.in_language(lang)
+               if c.meta.id in with_items],
+        tags=[(tag, f"#{tag}") for tag in tags],
+    )  # fmt: skip
 
 
 def states_of(session: Session, user_id: int) -> list[ItemState]:
     """Every item state of the user: what the queue, the progress pages and plans read."""
     return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
+
+
+def coming_back(
+    session: Session, user_id: int, states: Iterable[ItemState], now: datetime
+) -> list[ItemState]:
+    """Items whose latest answer was wrong and which FSRS brings back within LEARN_AHEAD, not
+    due yet, soonest first: what a review asks again before it ends. (A wrong answer is rated
+    Again, which always puts the item in a (re)learning step of 1 or 10 minutes.)"""
+    soon = {s.item_id: s for s in states if now < s.due <= now + LEARN_AHEAD}
+    if not soon:
+        return []
+    answers = (
+        select(QuizAttempt.item_id, QuizAttempt.correct)
+        .where(QuizAttempt.user_id == user_id, col(QuizAttempt.item_id).in_(list(soon)))
+        .order_by(col(QuizAttempt.created_at), col(QuizAttempt.id))
+    )
+    latest_right = dict(session.exec(answers).all())  # later answers overwrite earlier ones
+    wrong = [s for item_id, s in soon.items() if latest_right.get(item_id) is False]
+    return sorted(wrong, key=lambda s: (s.due, s.item_id))
 
 
 def next_item(
@@ -79,12 +120,13 @@ def next_item(
     new_left: int | None = None,
     states_read: list[ItemState] | None = None,
 ) -> tuple[QuizItem, str] | None:
-    """The next item and why it was chosen ('due', 'new', 'practice'), or None when a review
-    has nothing due and nothing new. Practice never runs out: it falls back to the item with
-    the lowest recall probability. `skip` (the item just answered) is served again only when
-    it is the only one left. `new_left` is new_left_today's count where the caller has it
-    already (a review page's progress bar needs it too), and `states_read` the user's item
-    states, likewise."""
+    """The next item and why it was chosen ('due', 'new', 'again', 'practice'), or None when a
+    review has nothing due, nothing new and nothing coming_back: a review asks an item coming
+    back ('again') once nothing else is left. Practice never runs out: it falls back to the
+    item with the lowest recall probability. `skip` (the item just answered) is served again
+    only when it is the only one left. `new_left` is new_left_today's count where the caller
+    has it already (a review page's progress bar needs it too), and `states_read` the user's
+    item states, likewise."""
     now = now or datetime.now(UTC)
     items = bank.for_cards(card_ids)
     in_topic = {item.id for item in items}
@@ -105,6 +147,9 @@ def next_item(
             key=lambda s: (recall_probability(s.fsrs_card, now), s.due),
         )
         candidates += [(s.item_id, "practice") for s in by_recall]
+    elif all(item_id == skip for item_id, _ in candidates):
+        back = coming_back(session, user_id, states.values(), now)
+        candidates += [(s.item_id, "again") for s in back]
     for item_id, reason in candidates:
         if item_id != skip:
             return bank.get(item_id), reason  # type: ignore[return-value]

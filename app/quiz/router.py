@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
 from app.calc.messages import words_of
+from app.cards.service import CardLibrary
 from app.db import SessionDep
 from app.errors import is_htmx
 from app.forms import SubmittedForm
@@ -40,6 +41,7 @@ from app.quiz.service import (
     Question,
     draw_question,
     grade,
+    next_intervals,
     question_for,
     record_answer,
 )
@@ -60,6 +62,12 @@ def bank_of(request: Request) -> QuestionBank:
 
 def _mode(value: str) -> Mode:
     return "practice" if value == "practice" else "review"
+
+
+def card_title(cards: CardLibrary, card_id: str, lang: str) -> str:
+    """The card's title in `lang` (its edition there, else English) for a question's header."""
+    card = cards.edition(card_id, lang) or cards.get(card_id)
+    return card.meta.title if card else card_id
 
 
 def _quiz_url(mode: str, topic: str, skip: str = "") -> str:
@@ -102,7 +110,11 @@ def quiz_page(
         return templates.TemplateResponse(request, "quiz/question.html", context)
     item, reason = chosen
     question = draw_question(bank.in_language(item, lang), random.Random())
-    context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000)}
+    context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000),
+                "card_title": card_title(request.app.state.cards, item.card, lang)}  # fmt: skip
+    if item.kind == "flashcard":  # rated by the learner: each button says what it schedules
+        state = next((s for s in states if s.item_id == item.id), None)
+        context["intervals"] = next_intervals(state, user.id, item.id, now)
     if _mode(mode) == "review":
         context["count"] = review_count(session, user.id, bank, card_ids, now, new_left, states)
     return templates.TemplateResponse(request, "quiz/question.html", context)
@@ -155,6 +167,7 @@ def answer(
         "question": question, "mode": mode, "topic": topic, "modes": MODES,
         "next_url": _quiz_url(mode, topic, skip=question.item.id),
         "topics": topics(request.app.state.cards, bank_of(request), lang),
+        "card_title": card_title(request.app.state.cards, question.item.card, lang),
     }  # fmt: skip
     partial = is_htmx(request)
     template = "quiz/_result.html" if partial else "quiz/question.html"

@@ -40,6 +40,12 @@ def review(card: Card, rating: Rating, now: datetime | None = None) -> Card:
     return reviewed
 
 
+def preview(card: Card, now: datetime) -> dict[Rating, datetime]:
+    """The due date each rating would give `card` at `now`, as `review` gives it; nothing is
+    kept (the scheduler reviews a copy). What a rating button shows before it is pressed."""
+    return {rating: review(card, rating, now).due for rating in Rating}
+
+
 def recall_probability(card_dict: dict[str, Any], now: datetime | None = None) -> float:
     """FSRS retrievability: the predicted chance of recalling the item now (0 if never seen)."""
     return SCHEDULER.get_card_retrievability(Card.from_dict(card_dict), now or datetime.now(UTC))

@@ -28,7 +28,7 @@ from app.quiz.generators import GENERATORS, Solution
 from app.quiz.grading import AnswerError, grade_choice, parse_number, within_tolerance
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.rendering import markdown_html
-from app.quiz.scheduling import new_card, rating_for_answer, review
+from app.quiz.scheduling import new_card, preview, rating_for_answer, review
 
 
 class BadQuestion(ValueError):
@@ -155,14 +155,30 @@ def _state_for(session: Session, user_id: int, item_id: str) -> ItemState | None
     ).first()
 
 
+def fsrs_card_of(state: ItemState | None, user_id: int, item_id: str, now: datetime) -> Card:
+    """The user's FSRS card of the item: the stored one, or a new card due `now` for an item
+    never answered."""
+    if state is None:
+        return new_card(card_id=zlib.crc32(f"{user_id}:{item_id}".encode()), now=now)
+    return Card.from_dict(state.fsrs_card)
+
+
+def next_intervals(
+    state: ItemState | None, user_id: int, item_id: str, now: datetime
+) -> dict[int, float]:
+    """Seconds from `now` until the item would be due again after each rating (1 Again ..
+    4 Easy), as record_answer would schedule it at `now`; nothing is saved."""
+    card = fsrs_card_of(state, user_id, item_id, now)
+    return {int(rating): (due - now).total_seconds() for rating, due in preview(card, now).items()}
+
+
 def _apply_review(
     session: Session, user_id: int, item_id: str, rating: Rating, now: datetime
 ) -> ItemState:
     state = _state_for(session, user_id, item_id)
+    card = review(fsrs_card_of(state, user_id, item_id, now), rating, now)
     if state is None:
-        card = new_card(card_id=zlib.crc32(f"{user_id}:{item_id}".encode()), now=now)
         state = ItemState(user_id=user_id, item_id=item_id, fsrs_card=card.to_dict(), due=now)
-    card = review(Card.from_dict(state.fsrs_card), rating, now)
     state.fsrs_card = card.to_dict()
     state.due = card.due
     state.reviews += 1

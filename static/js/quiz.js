@@ -1,8 +1,28 @@
 // Quiz pages: opening a hint marks the answer as hinted (FSRS then rates a right answer Hard),
-// a mock interview's clock counts down, reloading the page when time is up, and the keyboard
-// answers as Anki users expect (below).
+// a mock interview's clock counts down, reloading the page when time is up, times are shown
+// in the reader's time zone, and the keyboard answers as Anki users expect (below).
 (function () {
   "use strict";
+
+  // <time data-local> (templates/quiz/_macros.html local_time) holds an instant and says it
+  // in UTC; here it is said in the browser's time zone, in the page's language, 24-hour.
+  var LOCAL_FORMATS = {
+    date: { year: "numeric", month: "short", day: "numeric" },
+    time: { hour: "2-digit", minute: "2-digit", hourCycle: "h23" },
+    datetime: { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23" },
+  };
+
+  function localTimes(root) {
+    var lang = document.documentElement.lang || undefined;
+    root.querySelectorAll("time[data-local]").forEach(function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      var format = LOCAL_FORMATS[el.dataset.local];
+      if (!format || isNaN(when.getTime())) return;
+      el.title = el.textContent;  // the UTC time stays at hand
+      el.textContent = new Intl.DateTimeFormat(lang, format).format(when);
+      el.removeAttribute("data-local");
+    });
+  }
 
   document.addEventListener("toggle", function (e) {
     var hint = e.target;
@@ -27,8 +47,13 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes(document);
     var clock = document.getElementById("mock-clock");
     if (clock) startClock(clock);
+    // The answer box takes the keys, without scrolling the question's start out of sight
+    // (autofocus would, on a phone).
+    var box = document.querySelector("#question [data-autofocus]");
+    if (box) box.focus({ preventScroll: true });
   });
 
   // Keyboard: 1-9 picks the option with that number (ticks or unticks one of several), Enter
@@ -124,13 +149,43 @@
     }
   });
 
-  // Once an answer's result is in, the answer form is done with: it cannot be sent twice,
-  // and the focus moves to the next question.
+  // Once an answer's result is in, the answer form is done with: it cannot be sent twice, the
+  // result scrolls into sight (it lands below the question, often below the fold), the focus
+  // moves to the next question and a screen reader is told the verdict.
+  function showResult(result) {
+    var verdict = result.querySelector(".verdict") || result;
+    var box = verdict.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      var still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+      result.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+    }
+  }
+
+  function announce(text) {
+    var status = document.getElementById("quiz-status");
+    if (!status) return;
+    status.textContent = "";
+    // After the focus has moved, so that reading the focused link does not cut the verdict off.
+    window.setTimeout(function () { status.textContent = text; }, 150);
+  }
+
   document.addEventListener("htmx:after:swap", function () {
+    var results = document.getElementById("quiz-result");
+    if (results) localTimes(results);
     var next = nextLink();
-    if (!next) return;
+    if (!next) {
+      var error = results && results.querySelector(".errors");
+      if (error) error.scrollIntoView({ block: "nearest" });
+      return;
+    }
+    var result = document.getElementById("result");
+    if (!result || result.dataset.shown) return;  // once, however many swaps an answer makes
+    result.dataset.shown = "1";
     var form = document.querySelector("#question form.answer-form");
     if (form) form.inert = true;
     next.focus({ preventScroll: true });
+    showResult(result);
+    var verdict = result.querySelector(".verdict");
+    if (verdict) announce(verdict.textContent.replace(/\s+/g, " ").trim());
   });
 })();

@@ -79,17 +79,20 @@ def test_the_progress_page_lists_design_answers_in_both_languages(
     assert 'id="designs"' not in quiz_client.get("/progress").text
     shown = _shown_score(quiz_client.post("/mock/design", data=SLOWER).text)
     [row] = _designs(quiz_client, "ada")
-    when = row.created_at.strftime("%Y-%m-%d %H:%M")
+    # The UTC time, which the browser says in its own time zone (tests/e2e/test_quiz_flow.py).
+    when = f'<td><time datetime="{row.created_at.isoformat()}" data-local="datetime">' + (
+        f"{row.created_at.strftime('%Y-%m-%d %H:%M')} UTC</time></td>"
+    )
     english = quiz_client.get("/progress?lang=en").text
     table = english[english.index('id="designs"') :]
     assert "<th>Scenario</th>" in table and ">Score</th>" in table
-    assert f"<td>{when}</td>" in table and "Llama 3 70B on 64 NVIDIA H100" in table
+    assert when in table and "Llama 3 70B on 64 NVIDIA H100" in table
     assert f'href="/mock/design?scenario={SCENARIO}"' in table
     assert f'class="num design-score">{shown} / 100<' in table
     chinese = quiz_client.get("/progress?lang=zh").text
     table = chinese[chinese.index('id="designs"') - 200 :]
-    assert "设计训练方案" in table and "时间 (UTC)" in table
-    assert f"<td>{when}</td>" in table and f'class="num design-score">{shown} / 100<' in table
+    assert "设计训练方案" in table and "<th>时间</th>" in table
+    assert when in table and f'class="num design-score">{shown} / 100<' in table
 
 
 def test_design_answers_round_trip_through_export_and_import_once(

@@ -48,8 +48,9 @@ def test_the_bar_counts_answers_today_of_due_plus_new(quiz_client: TestClient) -
     assert 'hx-swap-oob="true"' in fragment
     assert bar(fragment) == (1, 5, "0 due, 4 new to go")
     answer_after(quiz_client, "fx-numeric", 5, answer="3")  # wrong: Again, back in a minute
-    assert bar(quiz_client.get("/quiz").text) == (2, 5, "0 due, 3 new to go")
-    # A minute later the lapsed item is due again: one more answer to give today.
+    # The review asks it again before it ends: one more answer to give today, at once ...
+    assert bar(quiz_client.get("/quiz").text) == (2, 6, "1 due, 3 new to go")
+    # ... and a minute later, when it is due, before the new items.
     with Session(quiz_client.app.state.engine) as session:
         state = session.exec(select(ItemState).where(ItemState.item_id == "fx-numeric")).one()
         state.due = datetime.now(UTC) - timedelta(seconds=1)
@@ -84,6 +85,9 @@ def test_the_results_page_gives_score_time_and_what_to_review_next(
     for item_id in STUDY_ORDER:
         fields = {"option": "0"} if item_id == "fx-multiple" else RIGHT[item_id]  # one wrong
         answer_after(quiz_client, item_id, seconds[item_id], **fields)
+    # The wrong one is asked again before the review ends (review_queue.coming_back).
+    assert shown_item(quiz_client.get("/quiz").text) == "fx-multiple"
+    answer_after(quiz_client, "fx-multiple", 60, **RIGHT["fx-multiple"])
     page = quiz_client.get("/quiz").text
     assert 'id="all-done"' in page and 'id="review-results"' in page
     assert 'id="review-progress"' not in page
@@ -93,10 +97,10 @@ def test_the_results_page_gives_score_time_and_what_to_review_next(
         assert match, page
         return re.sub(r"<[^>]+>", " ", match.group(1)).split()
 
-    assert tile("answers") == ["5", "answers", "today"]
-    assert tile("right") == ["80%", "4", "of", "5", "right"]
-    # (10 + 20 + 30 + 40 + 50) / 5 = 30 s each, 150 s = 2 min 30 s in all.
-    assert tile("time") == ["30", "s", "per", "question;", "2", "min", "30", "s", "in", "all"]
+    assert tile("answers") == ["6", "answers", "today"]
+    assert tile("right") == ["83%", "5", "of", "6", "right"]
+    # (10 + 20 + 30 + 40 + 50 + 60) / 6 = 35 s each, 210 s = 3 min 30 s in all.
+    assert tile("time") == ["35", "s", "per", "question;", "3", "min", "30", "s", "in", "all"]
     assert "next review" in " ".join(tile("next-due"))
     # The card of the wrong answer comes first, with links to read it and practise it.
     first = re.search(r'id="review-next">\s*<li data-card="([^"]+)">(.*?)</li>', page, re.S)
