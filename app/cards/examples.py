@@ -13,11 +13,13 @@ can compute is ever typed into a card. The block's fields are the calculator's i
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from html import escape
 from urllib.parse import urlencode
 
 import yaml
+from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
@@ -25,8 +27,22 @@ from app.calc.planner import Layout, cluster, plan, plan_request, why_not
 from app.calculators.memory_view import stage_views
 from app.calculators.planner_view import STEP_LABELS
 from app.calculators.schemas import MemoryQuery
-from app.i18n import gettext
+from app.i18n import N_, gettext
 from app.templating import templates
+
+# Each calculator a card can name (in front matter and in its ```example blocks, by the same
+# slugs): its page, and its name, translated where a page shows it.
+CALCULATOR_PAGES = {
+    "memory": (N_("Memory per GPU (ZeRO)"), "/calculators/memory"),
+    "training-memory": (N_("Training memory per GPU"), "/calculators/training-memory"),
+    "communication": (N_("Communication per step"), "/calculators/communication"),
+    "pipeline": (N_("Pipeline schedules"), "/calculators/pipeline"),
+    "compute": (N_("Compute and training time"), "/calculators/compute"),
+    "roofline": (N_("Roofline"), "/calculators/roofline"),
+    "inference-memory": (N_("Inference memory"), "/calculators/inference-memory"),
+    "failures": (N_("Failures and checkpoints"), "/calculators/failures"),
+    "planner": (N_("Parallel layout planner"), "/calculators/planner"),
+}
 
 
 class ExampleError(ValueError):
@@ -155,3 +171,31 @@ def render_example(kind: str, body: str) -> str:
     if kind not in EXAMPLES:
         raise ExampleError(f"unknown example kind {kind!r}; known: {sorted(EXAMPLES)}")
     return EXAMPLES[kind](body)
+
+
+def _written(body: str, field: str) -> str:
+    """`field: value` as the block writes it (7.5e9, not 7500000000.0); the field alone where
+    its value spans several lines."""
+    line = re.search(rf"^{re.escape(field)}:[ \t]*(\S.*?)[ \t]*$", body, re.M)
+    return f"{field}: {line.group(1)}" if line else field
+
+
+def folded_example(kind: str, body: str, earlier: list[tuple[str, str]]) -> str:
+    """A worked example after a card's first (`earlier` holds the card's examples before it, as
+    (kind, body)), closed under a summary that names it: its calculator and the inputs that set
+    it apart from the card's first example of that calculator (every input where it is the
+    first). The page stays short and nothing is lost: a chart inside draws while closed and
+    takes its box's width when opened (static/js/chart-resize.js)."""
+    fragment = render_example(kind, body)
+    mine = _inputs(body)
+    first = next((_inputs(b) for k, b in earlier if k == kind), {})
+    changed = [_written(body, f) for f, v in mine.items() if f not in first or first[f] != v]
+    if changed:
+        label = gettext("Another worked example: %(calculator)s with %(inputs)s")
+    else:
+        label = gettext("Another worked example: %(calculator)s")
+    summary = Markup.escape(label) % {
+        "calculator": gettext(CALCULATOR_PAGES[kind][0]),
+        "inputs": Markup(", ").join(Markup("<code>%s</code>") % text for text in changed),
+    }
+    return f'<details class="more-example">\n<summary>{summary}</summary>\n{fragment}</details>\n'

@@ -78,12 +78,21 @@ class CardMeta(BaseModel):
         return re.split(r":\s|：", self.title, maxsplit=1)[0]
 
 
+class Heading(BaseModel):
+    """A section heading of a card, for its table of contents."""
+
+    level: Literal[2, 3]
+    id: str  # the anchor the heading carries (mdit_py_plugins.anchors)
+    html: str  # its text as rendered, math marked for KaTeX, without the permalink
+
+
 class Card(BaseModel):
     meta: CardMeta
     lang: str = "en"  # "en" for the original, else a key of LANGUAGES
     html: str
     has_diagram: bool
     sections: list[str]  # the H2 headings, in order
+    contents: list[Heading] = Field(default_factory=list)  # a long card's h2 and h3; else []
     answer_html: str  # the "In 30 seconds" section alone, for the cheat sheet
     text: str  # the Markdown body without front matter, for search
     examples: list[str] = Field(default_factory=list)  # each ```example block, info and body

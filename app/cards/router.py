@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from app.cards.examples import CALCULATOR_PAGES
 from app.cards.models import Card
 from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
@@ -16,19 +17,8 @@ from app.templating import templates
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
-# Where a card's related calculators and demos live, by the slugs front matter uses; the
-# labels are translated where the card page shows them.
-CALCULATOR_PAGES = {
-    "memory": (N_("Memory per GPU (ZeRO)"), "/calculators/memory"),
-    "training-memory": (N_("Training memory per GPU"), "/calculators/training-memory"),
-    "communication": (N_("Communication per step"), "/calculators/communication"),
-    "pipeline": (N_("Pipeline schedules"), "/calculators/pipeline"),
-    "compute": (N_("Compute and training time"), "/calculators/compute"),
-    "roofline": (N_("Roofline"), "/calculators/roofline"),
-    "inference-memory": (N_("Inference memory"), "/calculators/inference-memory"),
-    "failures": (N_("Failures and checkpoints"), "/calculators/failures"),
-    "planner": (N_("Parallel layout planner"), "/calculators/planner"),
-}
+# Where a card's related demos live, by the slugs front matter uses (its calculators':
+# CALCULATOR_PAGES, beside the worked examples); the labels are translated where shown.
 DEMO_PAGES = {slug: (page.title, page.path) for slug, page in LIVE_DEMO_PAGES.items()}
 DIFFICULTY = {1: N_("basics"), 2: N_("working knowledge"), 3: N_("senior")}
 

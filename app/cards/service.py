@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
+from unicodedata import east_asian_width
 
 import yaml
 from markdown_it import MarkdownIt
@@ -17,7 +18,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
 from app.cards.audit import audit_problems, prose_figures
-from app.cards.examples import render_example
+from app.cards.examples import folded_example, render_example
 from app.cards.markdown_dialect import card_markdown
 from app.cards.models import (
     CLOSING_SECTIONS,
@@ -27,12 +28,20 @@ from app.cards.models import (
     ZH_SECTIONS,
     Card,
     CardMeta,
+    Heading,
 )
 from app.i18n import language
 
 # How each edition's language names the fixed sections (English names them itself).
 SECTION_NAMES = {"zh": ZH_SECTIONS}
 FIXED_SECTIONS = {FIRST_SECTION, WORKED_EXAMPLE, *CLOSING_SECTIONS}
+# A card gets a table of contents when it is long: about three screens of a desktop window or
+# more, some 5,000 characters of text (a CJK character counts as two: it is as wide as two
+# Latin letters), the worked example that shows counting as 3,000 (a calculator's result is a
+# screen or two of tables and a chart; the folded ones after it are a line each). Every card
+# in content/ is that long; a stub is not.
+LONG_CARD_CHARS = 5_000
+SHOWN_EXAMPLE_CHARS = 3_000
 # Front matter an edition takes from its English card: it writes only id, title and summary.
 INHERITED_FIELDS = ("tags", "difficulty", "prerequisites", "calculators", "demos", "checked",
                     "sources", "derived", "inputs")  # fmt: skip
@@ -49,8 +58,12 @@ def _fence(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-i
         env["has_diagram"] = True
         return f'<pre class="mermaid">{html.escape(token.content)}</pre>\n'
     if kind == "example":
-        env["examples"] = env.get("examples", 0) + 1
-        return render_example(arg.strip(), token.content)
+        # The first worked example shows; the ones after it fold away under a summary.
+        earlier = env.setdefault("examples", [])
+        example = (arg.strip(), token.content)
+        rendered = folded_example(*example, earlier) if earlier else render_example(*example)
+        earlier.append(example)
+        return rendered
     return self.fence(tokens, idx, options, env)
 
 
@@ -79,6 +92,32 @@ def _h2_positions(tokens: list) -> list[tuple[int, str]]:  # noqa: ANN001 - mark
     ]
 
 
+def _is_example(token) -> bool:  # noqa: ANN001 - a markdown-it token
+    return token.type == "fence" and token.info.strip().startswith("example")
+
+
+def _reading_length(tokens: list) -> int:
+    """How much a reader scrolls past, in characters of text (LONG_CARD_CHARS)."""
+    text = "".join(t.content for t in tokens if t.type != "front_matter" and not _is_example(t))
+    shown = SHOWN_EXAMPLE_CHARS if any(_is_example(t) for t in tokens) else 0
+    return shown + sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _headings(md: MarkdownIt, tokens: list) -> list[Heading]:
+    """Every h2 and h3, its text rendered as on the page, less the permalink the anchors plugin
+    appended (a space, then the link)."""
+    found = []
+    for i, t in enumerate(tokens):
+        if t.type == "heading_open" and t.tag in {"h2", "h3"}:
+            children = tokens[i + 1].children or []
+            end = next((j for j, c in enumerate(children)
+                        if c.type == "link_open" and c.attrGet("class") == "header-anchor"),
+                       len(children))  # fmt: skip
+            text = md.renderer.renderInline(children[:end], md.options, {}).strip()
+            found.append(Heading(level=int(t.tag[1]), id=str(t.attrGet("id")), html=text))
+    return found
+
+
 def _check_sections(name: str, sections: list[str], meta: CardMeta, examples: int,
                     local: dict[str, str]) -> None:  # fmt: skip
     """`sections` by their English names; `local` names them in the card's own language."""
@@ -99,8 +138,7 @@ def _check_sections(name: str, sections: list[str], meta: CardMeta, examples: in
 
 
 def _examples_and_links(tokens: list) -> tuple[list[str], list[str]]:  # noqa: ANN001
-    examples = [f"{t.info.strip()}\n{t.content}" for t in tokens
-                if t.type == "fence" and t.info.strip().startswith("example")]  # fmt: skip
+    examples = [f"{t.info.strip()}\n{t.content}" for t in tokens if _is_example(t)]
     links = [
         str(child.attrGet("href"))
         for t in tokens
@@ -134,7 +172,7 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
     names = SECTION_NAMES.get(lang, {})
     local = {english: own for own, english in names.items()}
     english = [names.get(s, s) for s in sections]
-    _check_sections(name, english, meta, int(env.get("examples", 0)), local)
+    _check_sections(name, english, meta, len(env.get("examples", [])), local)
     start = positions[0][0] + 3  # past heading_open, inline, heading_close
     end = positions[1][0] if len(positions) > 1 else len(tokens)
     answer = md.renderer.render(tokens[start:end], md.options, {})
@@ -149,6 +187,7 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
         html=body,
         has_diagram=bool(env.get("has_diagram")),
         sections=sections,
+        contents=_headings(md, tokens) if _reading_length(tokens) >= LONG_CARD_CHARS else [],
         answer_html=answer,
         text=text,
         examples=examples,
