@@ -106,7 +106,9 @@ class LoginRequired(Exception):
 
 def current_user(request: Request, user: Annotated[User | None, Depends(optional_user)]) -> User:
     if user is None:
-        raise LoginRequired(request.url.path)
+        # The query too: /quiz?mode=practice&topic=... must come back as that step's questions.
+        query = request.url.query
+        raise LoginRequired(request.url.path + (f"?{query}" if query else ""))
     return user
 
 

@@ -37,7 +37,9 @@ def _safe_next(target: str | None) -> str:
     if not target:
         return "/quiz"
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+    # A browser reads "/\\host" as "//host": another site.
+    if (parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//")
+            or "\\" in target):  # fmt: skip
         return "/quiz"
     return target
 
@@ -51,6 +53,7 @@ def _form(
     next_path: str = "",
     invite: str = "",
     retry_after_s: int | None = None,
+    sent_here: bool = False,
 ) -> HTMLResponse:
     settings: Settings = request.app.state.settings
     response = templates.TemplateResponse(
@@ -63,6 +66,8 @@ def _form(
             "next": next_path,
             "invite": invite,
             "registration": settings.registration,
+            # A page that needs an account sent the reader here: say so (issue #29).
+            "sent_here": sent_here,
         },
         status_code=status,
     )
@@ -134,7 +139,7 @@ def register(
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, next: str = "") -> HTMLResponse:
-    return _form(request, "login", [], 200, next_path=_safe_next(next))
+    return _form(request, "login", [], 200, next_path=_safe_next(next), sent_here=bool(next))
 
 
 @router.post("/login", response_class=HTMLResponse)

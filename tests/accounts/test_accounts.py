@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
+import re
+from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
@@ -82,6 +85,41 @@ def test_next_only_goes_to_this_site(client: TestClient) -> None:
         follow_redirects=False,
     )
     assert response.headers["location"] == "/quiz"
+
+
+def test_a_backslash_path_is_not_a_way_off_the_site(client: TestClient) -> None:
+    # Browsers read "/\\evil.example" as "//evil.example".
+    response = client.post(
+        "/register",
+        data={"username": "eve", "password": "password1", "next": "/\\evil.example/",
+              "csrf_token": csrf_token(client)},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert response.headers["location"] == "/quiz"
+
+
+def test_a_step_s_questions_come_back_after_registering(client: TestClient) -> None:
+    # issue #29: signed out on /path/2, "Answer the questions" went to /login?next=/quiz with
+    # no word why, and registering then gave the all-topics review.
+    asked = "/quiz?mode=practice&topic=zero-stages"
+    sent = client.get(asked, follow_redirects=False)
+    assert sent.status_code == 303
+    assert sent.headers["location"] == "/login?next=" + quote(asked, safe="/")
+    login = client.get(sent.headers["location"])
+    assert 'id="login-why"' in login.text and "go straight back" in login.text
+    assert 'id="login-why"' not in client.get("/login").text
+    register_link = re.search(r'href="(/register\?next=[^"]+)"', login.text).group(1)
+    form = client.get(html.unescape(register_link))
+    next_value = re.search(r'name="next" value="([^"]*)"', form.text).group(1)
+    assert html.unescape(next_value) == asked
+    done = client.post(
+        "/register",
+        data={"username": "ada", "password": "correct horse", "next": html.unescape(next_value),
+              "csrf_token": csrf_token(client)},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert done.headers["location"] == asked
+    assert client.get(asked).status_code == 200
 
 
 def test_cross_site_form_posts_are_refused(client: TestClient) -> None:
