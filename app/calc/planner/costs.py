@@ -437,17 +437,14 @@ class Costs:
         # The distributed optimizer communicates like ZeRO-1 (reduce-scatter + all-gather).
         stage = 1 if dist else zero
         if (group, stage) not in self.dp_seconds:
-            folded = degrees_of(_folded(d, stage, False))
-            links = placement(self.req, _folded(d, stage, False))
-            t1, t2 = (
-                comm_seconds(self.req, self._comm_layout(folded, stage, 1, m), links,
-                             ("dp",))["dp"]
-                for m in (1, 2)
-            )  # fmt: skip
+            layout = _folded(d, stage, False)
+            folded, links = degrees_of(layout), placement(self.req, layout)
+            one, two = (self._comm_layout(folded, stage, 1, m) for m in (1, 2))
+            t1, t2 = (comm_seconds(self.req, c, links, ("dp",))["dp"] for c in (one, two))
             # The backward hands its gradients over bucket by bucket, and the last bucket's
             # collectives start only when it ends: that share of the per-step traffic cannot
             # overlap compute (step_numbers), and it grows with the DP size (bucket_elements).
-            params = sum(stage_params(self._comm_layout(folded, stage, 1, 1)))
+            params = sum(stage_params(one))
             last = min(1.0, bucket_elements(folded.dp) / params) if params else 1.0
             self.dp_seconds[group, stage] = (t1, t2, last)
         t1, t2, last = self.dp_seconds[group, stage]
