@@ -107,14 +107,12 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     card = library.edition(card_id, lang) or original
     related = [CALCULATOR_PAGES[c] for c in card.meta.calculators if c in CALCULATOR_PAGES]
     related += [DEMO_PAGES[d] for d in card.meta.demos if d in DEMO_PAGES]
-
-    def in_lang(other_id: str) -> Card | None:
-        return library.edition(other_id, lang) or library.get(other_id)
-
     path = [c.meta.id for c in in_path_order(library.all())]
     i = path.index(card_id)
-    before, after = (in_lang(path[j]) if 0 <= j < len(path) else None for j in (i - 1, i + 1))
-    prerequisites = [in_lang(p) for p in card.meta.prerequisites]
+    before, after = (
+        library.shown_in(path[j], lang) if 0 <= j < len(path) else None for j in (i - 1, i + 1)
+    )
+    prerequisites = [library.shown_in(p, lang) for p in card.meta.prerequisites]
     # The link to the other edition, as (lang, label), where that edition is written.
     switch = ("en", "English") if card.lang != "en" else None
     if card.lang == "en" and library.edition(card_id, "zh"):

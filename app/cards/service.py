@@ -305,6 +305,11 @@ class CardLibrary:
             return self.get(card_id)
         return self._editions.get((lang, card_id))
 
+    def shown_in(self, card_id: str, lang: str) -> Card | None:
+        """The card as a reader of `lang` sees it: that edition where it is written, else the
+        English card (None: no such card)."""
+        return self.edition(card_id, lang) or self.get(card_id)
+
     def editions(self, lang: str) -> list[Card]:
         """The cards written in `lang`, in study order."""
         return [e for c in self._cards if (e := self.edition(c.meta.id, lang))]

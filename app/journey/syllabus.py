@@ -90,7 +90,7 @@ def steps(library: CardLibrary, lang: str = "en") -> list[Step]:
     out = []
     for level in LEVELS:
         for card_id in level.cards:
-            card = library.edition(card_id, lang) or library.get(card_id)
+            card = library.shown_in(card_id, lang)
             if card is None:
                 raise KeyError(f"syllabus names {card_id!r}, which is not a card")
             out.append(Step(len(out) + 1, level, card, next(iter(card.meta.calculators), None),

@@ -176,7 +176,7 @@ class RunView:
 def _card_links(request: Request, page: DemoPage) -> list[tuple[str, str]]:
     """(id, short title in the page's language) of the cards a demo page points to."""
     cards, lang = request.app.state.cards, request_language(request)
-    found = [cards.edition(card_id, lang) or cards.get(card_id) for card_id in page.cards]
+    found = [cards.shown_in(card_id, lang) for card_id in page.cards]
     return [(card.meta.id, card.meta.short_title) for card in found if card is not None]
 
 

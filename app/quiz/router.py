@@ -66,7 +66,7 @@ def _mode(value: str) -> Mode:
 
 def card_title(cards: CardLibrary, card_id: str, lang: str) -> str:
     """The card's title in `lang` (its edition there, else English) for a question's header."""
-    card = cards.edition(card_id, lang) or cards.get(card_id)
+    card = cards.shown_in(card_id, lang)
     return card.meta.title if card else card_id
 
 
