@@ -31,6 +31,7 @@ from app.calc.published_runs import (
     PROFILE_TITLES,
     deepseek_v3,
     dense_runs,
+    memory_runs_of,
     row_of,
     rows,
     runs_of,
@@ -39,18 +40,36 @@ from app.calc.published_runs import (
 
 def fit_built_in(name: str, cross_validate: bool = True) -> Calibration:
     """The built-in profile `name` fitted to its runs, as --write stores it."""
-    runs = runs_of(name)
+    runs, memory_runs = runs_of(name), memory_runs_of(name)
     source = f"{PROFILE_TITLES[name]}: fitted by app.calc.calibration to " + ", ".join(
         run.name for run in runs
     )
-    return fit(runs, cross_validate=cross_validate, name=name, source=source)
+    if memory_runs:
+        source += "; memory terms also to " + ", ".join(run.name for run in memory_runs)
+    return fit(runs, cross_validate=cross_validate, name=name, source=source,
+               memory_runs=memory_runs)  # fmt: skip
+
+
+def _print_memory_runs(name: str, calibration: Calibration) -> None:
+    """The runs that fit only the memory terms: their memory, and their step time beside."""
+    memory_runs = memory_runs_of(name)
+    if not memory_runs:
+        return
+    print(f"memory fitted, time not ({row_of(memory_runs[0].name).unfitted}):")
+    print(f"{'run':<36}{'measured s':>11}{'ratio':>7}{'measured GB':>13}{'ratio':>7}")
+    for run in memory_runs:
+        cost = predict(run, calibration.profile)
+        memory = run.peak_memory_bytes or 0.0
+        print(f"{run.name:<36}{run.step_s:>11.2f}{cost.step_time_s / run.step_s:>7.3f}"
+              f"{memory / 1e9:>13.1f}{cost.memory_bytes / memory:>7.3f}")  # fmt: skip
 
 
 def _print(calibration: Calibration) -> None:
-    print(f"{'run':<28}{'measured s':>12}{'fitted':>9}{'held out':>10}")
+    print(f"{'run':<28}{'measured s':>12}{'fitted':>9}{'held out':>10}{'memory':>8}")
     for r in calibration.report.residuals:
         out = f"{r.held_out_ratio:>10.3f}" if r.held_out_ratio is not None else f"{'-':>10}"
-        print(f"{r.name:<28}{r.measured_step_s:>12.3f}{r.ratio:>9.3f}{out}")
+        memory = f"{r.memory_ratio:>8.3f}" if r.memory_ratio is not None else ""
+        print(f"{r.name:<28}{r.measured_step_s:>12.3f}{r.ratio:>9.3f}{out}{memory}")
     report = calibration.report
     print(
         f"fitted: mean error {report.mean_error:.1%}, worst {report.worst_error:.1%}; "
@@ -70,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         calibration = fit_built_in(name)
         print(f"\n== {name}: {title} ({time.perf_counter() - started:.0f} s)")
         _print(calibration)
+        _print_memory_runs(name, calibration)
         if args.write:
             report = calibration.report
             stored = replace(calibration.profile, held_out_mean_error=report.held_out_mean_error,

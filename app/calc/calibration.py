@@ -221,12 +221,14 @@ def fit_profile(
     name: str = "fitted",
     source: str = "",
     prior_weight: float = PRIOR_WEIGHT,
+    memory_runs: Sequence[MeasuredRun] = (),
 ) -> PerformanceProfile:
-    """The profile that best explains `runs` (module docstring), without the report."""
+    """The profile that best explains `runs` (module docstring), without the report.
+    `memory_runs` fit the memory terms only: runs whose step time is not to be trusted."""
     start = start or PerformanceProfile()
     _check_names(free, memory_free)
     profile = _fit_parameters(runs, start, free, _time_targets(runs), prior_weight)
-    with_memory = [run for run in runs if run.peak_memory_bytes is not None]
+    with_memory = [run for run in (*runs, *memory_runs) if run.peak_memory_bytes is not None]
     profile = _fit_parameters(
         with_memory, profile, memory_free, _memory_targets(with_memory), prior_weight
     )
@@ -243,16 +245,18 @@ def fit(
     name: str = "fitted",
     source: str = "",
     prior_weight: float = PRIOR_WEIGHT,
+    memory_runs: Sequence[MeasuredRun] = (),
 ) -> Calibration:
     """Fit a profile to `runs` and report each run's residual, with leave-one-out
-    cross-validation when there are at least three runs."""
+    cross-validation when there are at least three runs. `memory_runs` (with their peak
+    memory) join the fit of the memory terms only, and are not in the report."""
     runs = tuple(runs)
     if not runs:
         raise ValueError(Message(N_("no runs to fit: give at least one measured run")))
     if len(runs) > MAX_RUNS:
         template = N_("at most %(most)s runs can be fitted at once, got %(count)s")
         raise ValueError(Message(template, most=MAX_RUNS, count=len(runs)))
-    profile = fit_profile(runs, start, free, memory_free, name, source, prior_weight)
+    profile = fit_profile(runs, start, free, memory_free, name, source, prior_weight, memory_runs)
     held_out: list[float | None] = [None] * len(runs)
     if cross_validate and len(runs) >= 3:
         for i, run in enumerate(runs):

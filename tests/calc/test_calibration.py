@@ -77,6 +77,22 @@ def test_the_fit_recovers_the_parameters_that_made_the_runs(
     assert found.overlap_slowdown == PerformanceProfile().overlap_slowdown
 
 
+def test_memory_runs_fit_the_memory_terms_and_leave_the_time_alone() -> None:
+    # Runs whose step times cannot be trusted (here: 3x off) still measure memory: given as
+    # memory_runs they move the memory terms to the truth and no time parameter.
+    runs = synthetic_runs()
+    timed = [replace(run, peak_memory_bytes=None) for run in runs[:5]]
+    untimed = [replace(run, step_s=run.step_s * 3) for run in runs[5:]]
+    found = fit(timed, free=FREE, memory_free=("logit_bytes", "allocator_fraction"),
+                cross_validate=False, prior_weight=0.0, memory_runs=untimed)  # fmt: skip
+    assert found.profile.allocator_fraction == pytest.approx(TRUE.allocator_fraction, rel=0.01)
+    assert found.profile.gemm_efficiency == pytest.approx(TRUE.gemm_efficiency, rel=0.01)
+    assert [r.name for r in found.report.residuals] == [run.name for run in timed]
+    # Without them nothing measures memory: the memory terms keep their defaults.
+    alone = fit(timed, free=FREE, cross_validate=False, prior_weight=0.0).profile
+    assert alone.allocator_fraction == PerformanceProfile().allocator_fraction
+
+
 def test_the_report_gives_each_run_and_its_held_out_prediction() -> None:
     # Made by a profile that differs from the defaults only where the fit may move.
     runs = synthetic_runs(PerformanceProfile(gemm_efficiency=0.7, hbm_efficiency=0.6))[:5]

@@ -30,6 +30,7 @@ from app.calc.planner import (
     why_not,
 )
 from app.calc.planner.costs import Costs, comm_seconds, communicator_bytes
+from app.calc.planner.published import RUNS, request_for
 from app.calc.planner.rules import degrees_of
 from app.calc.planner.search import _divisors
 from app.calc.planner.work import head_pass, layer_pass
@@ -186,6 +187,23 @@ def test_rules_name_what_breaks() -> None:
     rejected = evaluate(req, Layout(dp=8, schedule="interleaved", virtual_stages=2))
     assert isinstance(rejected, Rejected) and rejected.rule == "schedule_needs_pp"
     assert [r.rule for r in violations(req, Layout(dp=4, tp=1))] == ["world_size"]
+
+
+def test_a_required_fused_softmax_cuts_layouts_its_kernel_cannot_run() -> None:
+    # BLOOM's 112 heads: tp 8 leaves 14 per GPU, so one sequence per micro-batch gives 14
+    # attention batches, not a multiple of 4 (Megatron-DeepSpeed initialize.py); two give 28.
+    run = RUNS["bloom-176b"]
+    req = request_for(run)
+    assert req.fused_softmax_required and not req.flash_attention
+    odd = replace(run.layout, dp=8, tp=8, pp=6, micro_batch=1)
+    assert [r.rule for r in violations(req, odd)] == ["fused_softmax"]
+    assert "14" in str(violations(req, odd)[0].reason)
+    assert not violations(req, replace(odd, micro_batch=2))
+    # Flash attention has no such kernel, and a run that does not require it falls back.
+    assert not violations(replace(req, fused_softmax_required=False), odd)
+    assert not violations(replace(req, flash_attention=True), odd)
+    # The search cuts the same layouts.
+    assert any(group.rule == "fused_softmax" for group in plan(req).rejected)
 
 
 def test_why_not_blames_a_term() -> None:

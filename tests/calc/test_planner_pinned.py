@@ -104,7 +104,7 @@ def why_not_digest(result: Plan) -> str:
 # corrections per ring step (app.calc.planner.work).
 PINNED: dict[str, tuple[str, str, str]] = {
     "megatron-1t": ("08685e3a0d65bb4b", "1d508cd903fe6ae2", "298323af84c220fd"),
-    "bloom-176b": ("49c60ccb15e3f1f5", "ff2979ccabf4c796", "c90881f6b126614a"),
+    "bloom-176b": ("1c0129521eea79ba", "c5b719f01aa134ec", "5d4670f42a1c9bf2"),
     "llama3-405b": ("9c1d43d1db6e704e", "af033aabc47a19db", "fb9191dbef7f177d"),
     "deepseek-v3": ("71886f092aaed5a2", "b5fc8dd8e08cde89", "74ec894db0a061d1"),
     "llama3-70b-1024": ("41e66b660881416d", "a43aa330f1feca1d", "68a28b95db147183"),

@@ -200,9 +200,12 @@ RUNS: dict[str, PublishedRun] = {
             # 70 layers do not split into 12 equal stages: Megatron-LM's rule rejects the
             # layout; Megatron-DeepSpeed's pipeline splits unevenly. Its data parallelism is
             # DeepSpeed's ZeRO-1: the profile fitted to ZeRO-style runs, and in bf16 DeepSpeed's
-            # BF16_Optimizer, which keeps a whole fp32 copy of the gradients.
+            # BF16_Optimizer, which keeps a whole fp32 copy of the gradients. Its launch script
+            # (bigscience tr11-176B-ml.slurm) passes --abort-on-unmet-fused-kernel-constraints:
+            # only layouts whose fused softmax kernel runs.
             options={
                 "flash_attention": False,
+                "fused_softmax_required": True,
                 "uneven_pipeline": True,
                 "recipe": "deepspeed_bf16",
                 "profile": built_in()["zero-a100"],

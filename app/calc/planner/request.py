@@ -123,6 +123,9 @@ class PlanRequest:
     optimizer: str = "adam"
     flash_attention: bool = True
     dropout: bool = False
+    # Without flash attention, Megatron-DeepSpeed's --abort-on-unmet-fused-kernel-constraints
+    # (BLOOM's run) refuses a layout whose fused softmax kernel cannot run (rule fused_softmax)
+    fused_softmax_required: bool = False
     matmul_efficiency: float | None = None  # None: MAMF of the accelerator (module docstring)
     # The performance model's parameters (app.calc.performance); None: the built-in profile
     # fitted to published runs (app.calc.profiles)

@@ -52,6 +52,13 @@ RULES: dict[str, Message] = {
             "data-parallel ranks (Megatron-Core expert rank generator)"
         )
     ),
+    "fused_softmax": Message(
+        N_(
+            "(heads / tp) x micro-batch must be a multiple of 4 for the fused scale-mask-softmax "
+            "kernel, which the run requires (Megatron-DeepSpeed initialize.py, "
+            "--abort-on-unmet-fused-kernel-constraints)"
+        )
+    ),
     "dp_divides_batch": Message(N_("dp must divide the global batch in sequences")),
     "micro_batch_divides": Message(
         N_("the micro-batch must divide each data-parallel replica's sequences")
@@ -174,6 +181,10 @@ def knob_rules(req: PlanRequest, lay: Layout) -> Iterator[tuple[str, Message]]:
         template = N_("b=%(b)s does not divide %(sequences)s sequences per replica")
         yield "micro_batch_divides", Message(template, b=lay.micro_batch, sequences=per_replica)
         return
+    attention_batches = req.model.heads // lay.tp * lay.micro_batch
+    if req.fused_softmax_required and not req.flash_attention and attention_batches % 4:
+        template = N_("(heads / tp) x b = %(batches)s, not a multiple of 4")
+        yield "fused_softmax", Message(template, batches=attention_batches)
     m = per_replica // lay.micro_batch
     if lay.schedule not in PIPELINE_SCHEDULES:
         template = N_("schedule %(schedule)s")

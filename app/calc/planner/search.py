@@ -239,7 +239,7 @@ class _Search:
         self.rejections = _Rejections()
         self.enumerated = 0
         self.valid = 0
-        self.verdicts: dict[tuple[int, int], _Verdicts] = {}
+        self.verdicts: dict[tuple[int, int, int], _Verdicts] = {}
         # FlashAttention cuts selective recompute: the same activations, more FLOPs.
         self.modes_ok = np.array(
             [not (r == "selective" and req.flash_attention) for r in req.recompute_modes], bool
@@ -252,10 +252,12 @@ class _Search:
     ) -> list[_Verdicts]:
         """knob_problem's verdicts on split `d`, per ZeRO option. Past the ZeRO rules,
         knob_rules reads dp (the replica's sequences), the micro-batch, the schedule and pp
-        only: one table per (dp, pp) serves every tp, cp and ep."""
+        only (and tp where the fused softmax is required): one table per (dp, pp) serves every
+        tp, cp and ep."""
         req = self.req
-        if (d.dp, d.pp) not in self.verdicts:
-            self.verdicts[d.dp, d.pp] = _Verdicts.of(
+        key = (d.dp, d.pp, d.tp if req.fused_softmax_required else 0)
+        if key not in self.verdicts:
+            self.verdicts[key] = _Verdicts.of(
                 [
                     [knob_problem(req, Layout(d.dp, d.tp, d.pp, d.cp, d.ep, micro_batch=b,
                                               schedule=schedule, virtual_stages=v))
@@ -263,7 +265,7 @@ class _Search:
                     for b in micro_batches
                 ]
             )  # fmt: skip
-        rest = self.verdicts[d.dp, d.pp]
+        rest = self.verdicts[key]
         found = []
         b, (schedule, v) = micro_batches[0], schedules[0]
         for zero, dist in ZERO_OPTIONS:
