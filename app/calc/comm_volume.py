@@ -43,8 +43,10 @@ collectives, and the latency of DP gradient buckets (one collective of the whole
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 
 from app.calc.comm import Collective, ring_factor
 from app.calc.messages import N_, Message
@@ -179,8 +181,15 @@ class CommCall:
     sent_elements: float  # sent by one GPU in one call
     steps: int  # sequential latency steps of one call
     formula: str  # LaTeX: elements per GPU per step, symbolic
-    substituted: str  # LaTeX: the same with this layout's numbers
+    # Writes `substituted` when it is read: the planner times thousands of layouts and shows
+    # none of their formulas
+    render: Callable[[], str] = field(repr=False, compare=False)
     source: str
+
+    @property
+    def substituted(self) -> str:
+        """LaTeX: the formula with this layout's numbers."""
+        return self.render()
 
     @property
     def elements_per_step(self) -> float:
@@ -263,6 +272,11 @@ def stage_params(layout: CommLayout) -> tuple[float, float]:
     return dense, expert
 
 
+def _dp_substituted(coef: str, n: int, params: float, total: float) -> str:
+    times = f"{coef} \\cdot " if coef else ""
+    return f"{times}\\frac{{{n - 1}}}{{{n}}} \\cdot {_tex(params)} = {_tex(total)}"
+
+
 def _dp_calls(layout: CommLayout) -> list[CommCall]:
     dense, expert = stage_params(layout)
     n_d = layout.dp * layout.cp
@@ -275,7 +289,6 @@ def _dp_calls(layout: CommLayout) -> list[CommCall]:
         if n == 1:
             continue
         share = f"\\frac{{{n_sym}-1}}{{{n_sym}}}"
-        share_num = f"\\frac{{{n - 1}}}{{{n}}}"
         if stage == 0:
             plan = [("gradient all-reduce", Collective.ALL_REDUCE, 1, "2", "2")]
         elif stage == 1:
@@ -299,8 +312,7 @@ def _dp_calls(layout: CommLayout) -> list[CommCall]:
             ]  # fmt: skip
         section = "7.1" if stage == 0 else ("7.2.1" if stage < 3 else "7.2.2")
         for label, kind, count, coef, coef_num in plan:
-            sent = float(ring_factor(kind, n) * Fraction(params))
-            num = f"{coef_num} \\cdot " if coef_num else ""
+            sent = float(ring_factor(kind, n)) * params
             calls.append(
                 CommCall(
                     strategy="dp",
@@ -312,11 +324,15 @@ def _dp_calls(layout: CommLayout) -> list[CommCall]:
                     sent_elements=sent,
                     steps=latency_steps(kind, n),
                     formula=f"{coef}{share}{psi}",
-                    substituted=f"{num}{share_num} \\cdot {_tex(params)} = {_tex(count * sent)}",
+                    render=partial(_dp_substituted, coef_num, n, params, count * sent),
                     source=f"{ZERO_SOURCE}, Section {section}; {RING_SOURCE}",
                 )
             )
     return calls
+
+
+def _tp_substituted(dims: str, factor: str, t: int, bsh: str, total: float) -> str:
+    return f"4 \\cdot {dims}{factor}\\frac{{{t - 1}}}{{{t}}} \\cdot {bsh} = {_tex(total)}"
 
 
 def _tp_calls(layout: CommLayout) -> list[CommCall]:
@@ -329,13 +345,13 @@ def _tp_calls(layout: CommLayout) -> list[CommCall]:
     dims = f"{layout.layers_in_stage} \\cdot {m} \\cdot "
     bsh = f"{b} \\cdot {s_c} \\cdot {cfg.hidden}"
     if not layout.sequence_parallel:
-        sent = float(ring_factor(Collective.ALL_REDUCE, t) * payload)
+        sent = float(ring_factor(Collective.ALL_REDUCE, t)) * payload
         return [
             CommCall(
                 "tp", "All-reduce (2 forward + 2 backward per layer)", Collective.ALL_REDUCE.value,
                 t, count, payload, sent, latency_steps(Collective.ALL_REDUCE, t),
                 r"4 L_s m \cdot 2\frac{t-1}{t}\, b \tfrac{s}{c} h",
-                f"4 \\cdot {dims}2\\frac{{{t - 1}}}{{{t}}} \\cdot {bsh} = {_tex(count * sent)}",
+                partial(_tp_substituted, dims, "2", t, bsh, count * sent),
                 f"{TP_SOURCE}; {RING_SOURCE}",
             )
         ]  # fmt: skip
@@ -344,12 +360,12 @@ def _tp_calls(layout: CommLayout) -> list[CommCall]:
         (Collective.ALL_GATHER, "All-gather (SP: 2 forward + 2 backward per layer)"),
         (Collective.REDUCE_SCATTER, "Reduce-scatter (SP: 2 forward + 2 backward per layer)"),
     ):
-        sent = float(ring_factor(kind, t) * payload)
+        sent = float(ring_factor(kind, t)) * payload
         calls.append(
             CommCall(
                 "tp", label, kind.value, t, count, payload, sent, latency_steps(kind, t),
                 r"4 L_s m \cdot \frac{t-1}{t}\, b \tfrac{s}{c} h",
-                f"4 \\cdot {dims}\\frac{{{t - 1}}}{{{t}}} \\cdot {bsh} = {_tex(count * sent)}",
+                partial(_tp_substituted, dims, "", t, bsh, count * sent),
                 f"{SP_SOURCE}; {TP_SOURCE}",
             )
         )  # fmt: skip
@@ -366,7 +382,10 @@ def _pp_calls(layout: CommLayout) -> list[CommCall]:
         CommCall(
             "pp", label, SEND, 2, m, sent, sent, 1,
             r"m \cdot \frac{b \tfrac{s}{c} h}{t}",
-            f"{m} \\cdot \\frac{{{b} \\cdot {s_c} \\cdot {cfg.hidden}}}{{{t}}} = {_tex(m * sent)}",
+            lambda: (
+                f"{m} \\cdot \\frac{{{b} \\cdot {s_c} \\cdot {cfg.hidden}}}{{{t}}} "
+                f"= {_tex(m * sent)}"
+            ),
             PP_SOURCE,
         )
         for label in ("Send activations (forward)", "Send activation gradients (backward)")
@@ -381,7 +400,7 @@ def _ep_calls(layout: CommLayout) -> list[CommCall]:
     # The tokens this GPU holds when the MoE layer starts (split over tp with SP).
     tokens = layout.micro_batch * layout.seq_local // (layout.tp if layout.sequence_parallel else 1)
     payload = cfg.top_k * tokens * cfg.hidden
-    sent = float(ring_factor(Collective.ALL_TO_ALL, e) * payload)
+    sent = float(ring_factor(Collective.ALL_TO_ALL, e)) * payload
     count = 4 * layout.layers_in_stage * m
     return [
         CommCall(
@@ -389,7 +408,7 @@ def _ep_calls(layout: CommLayout) -> list[CommCall]:
             Collective.ALL_TO_ALL.value, e, count, payload, sent,
             latency_steps(Collective.ALL_TO_ALL, e),
             r"4 L_s m \cdot \frac{e-1}{e}\, k \, n_{\text{tok}} h",
-            f"4 \\cdot {layout.layers_in_stage} \\cdot {m} \\cdot \\frac{{{e - 1}}}{{{e}}} "
+            lambda: f"4 \\cdot {layout.layers_in_stage} \\cdot {m} \\cdot \\frac{{{e - 1}}}{{{e}}} "
             f"\\cdot {cfg.top_k} \\cdot {tokens} \\cdot {cfg.hidden} = {_tex(count * sent)}",
             f"{EP_SOURCE}; {RING_SOURCE}",
         )
@@ -400,6 +419,15 @@ def kv_width(layout: CommLayout) -> int:
     """K (or V) values per token on one tp rank: kv_heads / t heads (at least 1) x head_dim."""
     cfg = layout.model
     return max(cfg.kv_heads // layout.tp, 1) * cfg.dim_per_head
+
+
+def _cp_substituted(
+    passes: int, lst: int, m: int, c: int, b: int, s_c: int, width: int, total: float
+) -> str:
+    return (
+        f"{passes} \\cdot {lst} \\cdot {m} \\cdot {c - 1} \\cdot 2 \\cdot {b} \\cdot "
+        f"{s_c} \\cdot {width} = {_tex(total)}"
+    )
 
 
 def _cp_calls(layout: CommLayout) -> list[CommCall]:
@@ -421,13 +449,12 @@ def _cp_calls(layout: CommLayout) -> list[CommCall]:
         (Collective.REDUCE_SCATTER, "dK,dV ring pass (backward)", 1),
     ):
         count = passes * lst * m
-        sent = float(ring_factor(kind, c) * payload)
+        sent = float(ring_factor(kind, c)) * payload
         calls.append(
             CommCall(
                 "cp", label, kind.value, c, count, payload, sent, latency_steps(kind, c),
                 f"{passes} L_s m \\cdot (c-1) \\cdot 2 b \\tfrac{{s}}{{c}} d_{{kv}}",
-                f"{passes} \\cdot {lst} \\cdot {m} \\cdot {c - 1} \\cdot 2 \\cdot {b} \\cdot "
-                f"{s_c} \\cdot {width} = {_tex(count * sent)}",
+                partial(_cp_substituted, passes, lst, m, c, b, s_c, width, count * sent),
                 CP_SOURCE,
             )
         )  # fmt: skip

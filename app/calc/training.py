@@ -73,6 +73,7 @@ it hands out, allocator_fraction of the other terms.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from app.calc.activations import (
@@ -165,8 +166,15 @@ class Term:
     gpu_bytes: float
     cpu_bytes: float
     formula: str  # LaTeX, symbolic
-    substituted: str  # LaTeX, this setup's numbers, ending in "= value GB"
     source: str
+    # Writes `substituted` when it is read: the planner reads thousands of reports for their
+    # bytes alone, and formatting their numbers was a fifth of a large search
+    render: Callable[[], str] = field(repr=False, compare=False)
+
+    @property
+    def substituted(self) -> str:
+        """LaTeX, this setup's numbers, ending in "= value GB"."""
+        return self.render()
 
 
 @dataclass(frozen=True)
@@ -274,20 +282,24 @@ def _state_term(
     n_d = shards.n_dense if sharded else 1
     n_e = shards.n_expert if sharded else 1
     value = bytes_each * (shards.dense / n_d + shards.expert / n_e)
-    b = _tex(bytes_each)
     if shards.expert:
         formula = rf"{symbol}\left(\frac{{\Psi_d}}{{N_d}} + \frac{{\Psi_e}}{{N_e}}\right)"
-        substituted = (
-            rf"{b}\times\left(\frac{{{_tex(shards.dense)}}}{{{n_d}}}"
-            rf" + \frac{{{_tex(shards.expert)}}}{{{n_e}}}\right)"
-        )
     else:
         formula = rf"\frac{{{symbol}\,\Psi}}{{N_d}}" if sharded else rf"{symbol}\,\Psi"
-        substituted = (
-            rf"\frac{{{b}\times{_tex(shards.dense)}}}{{{n_d}}}"
-            if sharded
-            else rf"{b}\times{_tex(shards.dense)}"
-        )
+
+    def substituted() -> str:
+        b = _tex(bytes_each)
+        if shards.expert:
+            numbers = (
+                rf"{b}\times\left(\frac{{{_tex(shards.dense)}}}{{{n_d}}}"
+                rf" + \frac{{{_tex(shards.expert)}}}{{{n_e}}}\right)"
+            )
+        elif sharded:
+            numbers = rf"\frac{{{b}\times{_tex(shards.dense)}}}{{{n_d}}}"
+        else:
+            numbers = rf"{b}\times{_tex(shards.dense)}"
+        return f"{numbers} = {_gb(value)}"
+
     where = " (CPU)" if on_cpu else ""
     return Term(
         key=key,
@@ -295,7 +307,7 @@ def _state_term(
         gpu_bytes=0.0 if on_cpu else value,
         cpu_bytes=value if on_cpu else 0.0,
         formula=formula,
-        substituted=f"{substituted} = {_gb(value)}",
+        render=substituted,
         source=source,
     )
 
@@ -389,7 +401,7 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
             gpu_bytes=setup.overhead_bytes,
             cpu_bytes=0.0,
             formula=r"M_{\text{overhead}}",
-            substituted=f"{_tex(setup.overhead_bytes)} = {_gb(setup.overhead_bytes)}",
+            render=lambda: f"{_tex(setup.overhead_bytes)} = {_gb(setup.overhead_bytes)}",
             source="Ultra-Scale Playbook, 'Memory usage in Transformers' (CUDA context "
             "1-2 GB); ~0.5 GB per NCCL communicator; an editable estimate",
         )
@@ -434,7 +446,9 @@ def _measured_terms(
             Term(
                 key="loss", label="Loss temporaries beyond the fp32 logits", gpu_bytes=loss,
                 cpu_bytes=0.0, formula=r"(b_{\text{logit}} - 4)\,\frac{s\,b\,V}{c\,t}",
-                substituted=rf"({_tex(extra.logit_bytes)} - 4)\times{_tex(logits)} = {_gb(loss)}",
+                render=lambda: (
+                    rf"({_tex(extra.logit_bytes)} - 4)\times{_tex(logits)} = {_gb(loss)}"
+                ),
                 source="PyTorch cross-entropy on fp32 logits: bf16 logits, log-softmax, its "
                 "gradient and nll's, 14 bytes per logit at the peak (tests/demos/"
                 f"test_loss_peak.py); {source}",
@@ -446,7 +460,7 @@ def _measured_terms(
         Term(
             key="nccl", label="NCCL buffers", gpu_bytes=nccl, cpu_bytes=0.0,
             formula=r"n_{\text{comm}}\,M_{\text{NCCL}}",
-            substituted=rf"{groups}\times{_tex(extra.nccl_bytes)} = {_gb(nccl)}",
+            render=lambda: rf"{groups}\times{_tex(extra.nccl_bytes)} = {_gb(nccl)}",
             source="one communicator per parallel group of more than one GPU, two for the "
             f"pipeline's neighbours; NCCL_BUFFSIZE per channel and peer; {source}",
         )
@@ -457,7 +471,7 @@ def _measured_terms(
         Term(
             key="allocator", label="Reserved by the caching allocator", gpu_bytes=reserve,
             cpu_bytes=0.0, formula=r"f_{\text{alloc}}\,M_{\text{allocated}}",
-            substituted=(
+            render=lambda: (
                 rf"{_tex(extra.allocator_fraction)}\times{_tex(allocated)} = {_gb(reserve)}"
             ),
             source="PyTorch's CUDA caching allocator rounds and splits blocks by size class "
@@ -485,7 +499,7 @@ def _activation_term(
         cpu_bytes=0.0,
         formula=r"L_{\text{stage}}\, m_{\text{flight}}\, A_{\text{layer}}"
         r" + A_{\text{emb}} + A_{\text{out}}",
-        substituted=(
+        render=lambda: (
             rf"{layers_in_stage}\times{_tex(in_flight)}\times{_tex(per_layer)}"
             rf" + {_tex(stage.embedding)} + {_tex(stage.output)} = {_gb(stage.total)}"
         ),
@@ -500,7 +514,7 @@ def _buffer_term(
     p = setup.parallel
     if p.dense_shard_ways == 1:
         return _buffers(
-            "Communication buffers", 0.0, "0", r"0\ (N_d = 1)",
+            "Communication buffers", 0.0, "0", lambda: r"0\ (N_d = 1)",
             "No data-parallel peers: no gradient buckets or gathers",
         )  # fmt: skip
     if p.zero_stage == 3:
@@ -510,21 +524,21 @@ def _buffer_term(
             "ZeRO-3 gathered parameters and gradients",
             k * largest_layer * gathered_bytes_each,
             r"k\,\Psi_{\text{largest layer}}\,(b_w + b_g)",
-            rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}",
+            lambda: rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}",
             "DeepSpeed estimate_zero3_model_states_mem_needs: 4 * largest_layer_params "
             "(deepspeed/runtime/zero/stage3.py)",
         )
     if p.zero_stage == 2:
         return _buffers(
             "Gradient bucket", setup.bucket_mb * MIB, r"B_{\text{bucket}}",
-            rf"{_tex(setup.bucket_mb)}\ \text{{MiB}}",
+            lambda: rf"{_tex(setup.bucket_mb)}\ \text{{MiB}}",
             "one reduce bucket of the size given; torch.nn.parallel."
             "DistributedDataParallel bucket_cap_mb (default 25 MiB)",
         )  # fmt: skip
     # DDP and ZeRO-1: the full gradients again, or nothing (module docstring).
     if not setup.grad_bucket_copy:
         return _buffers(
-            "Gradient buckets (views of the gradients)", 0.0, "0", "0",
+            "Gradient buckets (views of the gradients)", 0.0, "0", lambda: "0",
             "gradients are views into the all-reduce buckets: Megatron-LM's contiguous "
             "gradient buffer, or torch DDP with gradient_as_bucket_view=True (its docstring: "
             "'the saved memory size will be equal to the total gradients size')",
@@ -532,17 +546,19 @@ def _buffer_term(
     elements = shards.dense + shards.expert
     return _buffers(
         "Gradient buckets (a copy of the gradients)", ddp_bucket_bytes(elements, bpp.grads),
-        r"b_g\,\Psi", rf"{_tex(bpp.grads)}\times{_tex(elements)}",
+        r"b_g\,\Psi", lambda: rf"{_tex(bpp.grads)}\times{_tex(elements)}",
         "torch DDP's default, gradient_as_bucket_view=False: every gradient is copied into a "
         "flat bucket built with the model and kept for its lifetime "
         "(torch/nn/parallel/distributed.py; measured by the ZeRO demo)",
     )  # fmt: skip
 
 
-def _buffers(label: str, value: float, formula: str, substituted: str, source: str) -> Term:
+def _buffers(
+    label: str, value: float, formula: str, substituted: Callable[[], str], source: str
+) -> Term:
     """A buffer term: on the GPU only, its substitution ending in its value."""
     return Term(key="buffers", label=label, gpu_bytes=value, cpu_bytes=0.0, formula=formula,
-                substituted=f"{substituted} = {_gb(value)}", source=source)  # fmt: skip
+                render=lambda: f"{substituted()} = {_gb(value)}", source=source)  # fmt: skip
 
 
 def verdict(setup: TrainingSetup, gpu_memory_bytes: float) -> Verdict:

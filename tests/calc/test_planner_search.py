@@ -4,6 +4,7 @@ done on arrays (tests/calc/test_planner_pinned.py checks whole plans)."""
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -179,3 +180,17 @@ def test_fastest_and_front_are_those_of_a_full_sort(pairs: list, top: int) -> No
         if not front or memory[i] < memory[front[-1]]:
             front.append(i)
     assert _pareto(rounded, memory).tolist() == front
+
+
+def test_the_search_leaves_the_cycle_collector_as_it_found_it() -> None:
+    # plan pauses Python's cyclic collector while it runs (search._without_cycle_collection)
+    req = plan_request("llama3-8b", cluster(nodes=1), 64 * 4096, 4096, 1e12)
+    assert gc.isenabled()
+    plan(req)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        plan(req)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -37,7 +37,7 @@ them, and corrects the softmax statistics and the output after each: 3 cp kernel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from app.calc.model import ModelConfig
 from app.calc.performance import Hardware, gemm_seconds
@@ -62,21 +62,22 @@ class PassWork:
     kernels_fwd: float
     kernels_bwd: float
 
-    # Cached: the search reads them for every (split, micro-batch) of a request.
-    @cached_property
+    # Plain properties: the search reads each once per pass table it builds, and a
+    # cached_property's lookup costs more than the sum it would keep.
+    @property
     def forward_s(self) -> float:
         return self.gemm_fwd_s + self.attention_fwd_s + self.memory_fwd_s
 
-    @cached_property
+    @property
     def compute_s(self) -> float:
         """GEMMs and the attention core, forward and backward."""
         return (1 + BACKWARD_GEMM) * self.gemm_fwd_s + self.attention_fwd_s + self.attention_bwd_s
 
-    @cached_property
+    @property
     def memory_s(self) -> float:
         return self.memory_fwd_s + self.memory_bwd_s
 
-    @cached_property
+    @property
     def kernels(self) -> float:
         return self.kernels_fwd + self.kernels_bwd
 
@@ -90,7 +91,10 @@ class PassWork:
 
 
 def _gemms(hw: Hardware, shapes: list[tuple[float, float, float, float]]) -> float:
-    return sum(gemm_seconds(m, n, k, hw, batch) for m, n, k, batch in shapes)
+    total = 0.0
+    for m, n, k, batch in shapes:
+        total += gemm_seconds(m, n, k, hw, batch)
+    return total
 
 
 @lru_cache(maxsize=65536)
