@@ -43,6 +43,11 @@ paper's setting it reduces exactly to the expressions above (tests/calc/test_act
   a*s*b: about 4/(30*head_dim) of the layer, 0.1-0.2% for head_dim 128-64, left out. Its
   dropout regenerates the mask from the RNG state. Selective recompute then saves nothing
   more, as Megatron's maintainers note (NVIDIA/Megatron-LM#464).
+- distribute_saved: with full recompute the kept layer input is split over the TP ranks,
+  2sbh/t (Megatron-LM's --distribute-saved-activations, which OPT-175B's metaseq launcher
+  passes as --distribute-checkpointed-activations); each rank all-gathers it before the
+  layer's recompute (an all-gather the planner does not time: b*s*h per layer, an eighth of
+  the layer's TP traffic).
 - Context parallelism cp: each GPU holds s/cp tokens. Without flash attention its s^2 terms
   are its queries against all keys, a*(s/cp)*s*b, so every term divides by cp.
 """
@@ -78,6 +83,10 @@ class ActivationSetup:
     flash_attention: bool = False
     dropout: bool = True
     bytes_per_value: int = 2  # B: 2 for bf16/fp16
+    # Full recompute keeps each layer's input split over the TP group rather than whole on
+    # every rank (Megatron-LM --distribute-saved-activations, metaseq
+    # --distribute-checkpointed-activations): 2sbh/t, as with sequence parallelism
+    distribute_saved: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ def layer_activations(cfg: ModelConfig, setup: ActivationSetup) -> LayerActivati
 
     if setup.recompute == "full":
         # Korthikanti Table 2: only the layer input, 2sbh (2sbh/t with SP), is kept.
-        return LayerActivations(attention=0.0, attention_scores=0.0, mlp=0.0, norms=value * outside)
+        kept = tokens * cfg.hidden / t if setup.distribute_saved else outside
+        return LayerActivations(attention=0.0, attention_scores=0.0, mlp=0.0, norms=value * kept)
 
     masks = MASK_BYTES if setup.dropout else 0
     d = cfg.dim_per_head

@@ -269,8 +269,9 @@ def _others() -> list[Row]:
                 "Zhang et al. 2022, arXiv:2205.01068, Section 2.4: 992 80GB A100s, FSDP with "
                 "Megatron-LM TP, 'up to 147 TFLOP/s per GPU'; facebookresearch/metaseq "
                 "launcher/opt_baselines.py: --model-parallel-size 8, --no-reshard-after-forward "
-                "(ZeRO-2), --checkpoint-activations, no gradient accumulation (8 sequences per "
-                "rank). Assumed: 147 counts the recompute as Megatron's eq. (3) does"
+                "(ZeRO-2), --checkpoint-activations with --distribute-checkpointed-activations, "
+                "no gradient accumulation (8 sequences per rank). Assumed: 147 counts the "
+                "recompute as Megatron's eq. (3) does"
             ),
             model=OPT_175B,
             **_a100(124),
@@ -280,7 +281,7 @@ def _others() -> list[Row]:
                 dp=124, tp=8, zero_stage=2, recompute="full", micro_batch=8, sequence_parallel=False
             ),  # fmt: skip
             step_s=opt_flops / (992 * 147e12),
-            options=MEGATRON_2021,
+            options={**MEGATRON_2021, "distribute_saved_activations": True},
             family="OPT-175B (A100)",
             profile=ZERO_A100,
         )

@@ -64,6 +64,20 @@ def test_table_2_rows(changes: dict[str, object], table_2: float) -> None:
     assert layer_activations(GPT3, paper_setup(**changes)).total == table_2
 
 
+def test_distributed_saved_activations_split_the_kept_input_over_tp() -> None:
+    # Megatron-LM --distribute-saved-activations (metaseq's --distribute-checkpointed-
+    # activations, OPT-175B's launcher): the full-recompute input 2sbh becomes 2sbh/t, as
+    # sequence parallelism makes it; it changes nothing without full recompute.
+    split = paper_setup(tp=T, recompute="full", distribute_saved=True)
+    assert layer_activations(GPT3, split).total == 2 * SBH / T
+    assert layer_activations(GPT3, replace(split, sp=True)).total == 2 * SBH / T
+    for mode in ("none", "selective"):
+        kept = paper_setup(tp=T, recompute=mode)
+        assert layer_activations(GPT3, replace(kept, distribute_saved=True)) == (
+            layer_activations(GPT3, kept)
+        )
+
+
 def test_tp_split_of_the_section_4_1_terms() -> None:
     # Without SP: QKV input, both norms and both dropout masks stay whole (10sbh); Q, K, V,
     # output-projection input and the GeLU tensors (24sbh) and the scores split over t.

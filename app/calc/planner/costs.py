@@ -74,6 +74,7 @@ def training_setup(request: PlanRequest, layout: Layout, microbatches: int = 1) 
             recompute=layout.recompute,  # type: ignore[arg-type]
             flash_attention=request.flash_attention,
             dropout=request.dropout,
+            distribute_saved=request.distribute_saved_activations,
         ),
         recipe=request.recipe,
         optimizer=request.optimizer,

@@ -126,6 +126,8 @@ class PlanRequest:
     # Without flash attention, Megatron-DeepSpeed's --abort-on-unmet-fused-kernel-constraints
     # (BLOOM's run) refuses a layout whose fused softmax kernel cannot run (rule fused_softmax)
     fused_softmax_required: bool = False
+    # Full recompute keeps each layer's input split over tp (app.calc.activations)
+    distribute_saved_activations: bool = False
     matmul_efficiency: float | None = None  # None: MAMF of the accelerator (module docstring)
     # The performance model's parameters (app.calc.performance); None: the built-in profile
     # fitted to published runs (app.calc.profiles)
