@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -51,3 +51,19 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+Row = TypeVar("Row")
+
+# SQLite stores integers in 8 bytes; an id from a URL outside that range cannot be a row.
+SQLITE_INTEGERS = range(-(2**63), 2**63)
+
+
+def get_row(session: Session, model: type[Row], key: int | tuple[int | None, ...]) -> Row | None:
+    """session.get for a key read from a request: one SQLite cannot hold is no row (None)
+    rather than an OverflowError from the driver, so the page answers 404 like any other
+    id that does not exist."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(part is None or part not in SQLITE_INTEGERS for part in parts):
+        return None
+    return session.get(model, key)

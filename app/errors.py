@@ -10,13 +10,15 @@ Who gets what, for an HTTPException, a request that fails validation, or a crash
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import (
     http_exception_handler,
-    request_validation_exception_handler,
 )
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -112,9 +114,22 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return _error_page(request, exc.status_code, message, exc.headers, allowed=allowed)
 
 
+def _json_safe(value: Any) -> Any:
+    """`value` with every non-finite float as the word JSON bodies spell it (NaN, Infinity):
+    a 422 repeats the input it refuses, and JSON has no NaN to repeat it with."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return value
+
+
 async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
     if _wants_json(request):
-        return await request_validation_exception_handler(request, exc)
+        errors = _json_safe(jsonable_encoder(exc.errors()))
+        return JSONResponse({"detail": errors}, status_code=422)
     # loc starts with where the field was (query, body, path); its name is what a person fixes.
     errors = [{**error, "loc": tuple(error["loc"][1:])} for error in exc.errors()]
     message = gettext(MESSAGES[422])

@@ -14,7 +14,7 @@ from app.accounts import invites
 from app.accounts.invites import MAX_DAYS, MAX_USES
 from app.accounts.models import Invite, User
 from app.admin import service
-from app.db import SessionDep
+from app.db import SessionDep, get_row
 from app.errors import is_htmx
 from app.i18n import N_
 from app.live.worker_client import WorkerUnavailable
@@ -81,7 +81,7 @@ def set_user_disabled(
     session: SessionDep,
     disabled: Annotated[bool, Form()],
 ) -> Response:
-    user = session.get(User, user_id)
+    user = get_row(session, User, user_id)
     if user is None:
         raise HTTPException(404, N_("no such user"))
     if user.id == admin.id and disabled:
@@ -122,7 +122,7 @@ def create_invite(
 def revoke_invite(
     request: Request, invite_id: int, admin: AdminUser, session: SessionDep
 ) -> Response:
-    invite = session.get(Invite, invite_id)
+    invite = get_row(session, Invite, invite_id)
     if invite is None:
         raise HTTPException(404, N_("no such invite"))
     invites.revoke_invite(session, invite)

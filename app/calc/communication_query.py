@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.comm_volume import (
     DTYPE_BYTES,
@@ -18,6 +18,7 @@ from app.calc.comm_volume import (
 from app.calc.links import LINKS, Link, alpha_beta_time
 from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, count_params
+from app.calc.query_config import QUERY_CONFIG
 
 LABELS = {
     "preset": "Model",
@@ -60,7 +61,7 @@ def _count(le: int, description: str = "") -> Any:
 class CommunicationQuery(BaseModel):
     """Everything the communication calculator takes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     preset: Preset = Field("llama3-70b", description="A published model.")
     dp: Annotated[int, _count(65_536)] = 4

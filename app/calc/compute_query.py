@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.flops import (
     MODE_LABELS,
@@ -18,6 +18,7 @@ from app.calc.flops import (
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS, peak_flops
 from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.model import PRESETS, count_params
+from app.calc.query_config import QUERY_CONFIG
 
 LABELS = {
     "preset": "Model",
@@ -52,7 +53,7 @@ PARAMS_BASIS = (
 class ComputeQuery(BaseModel):
     """Everything the compute & time calculator takes. Shape fields left out come from `preset`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     preset: Preset = Field("gpt3-175b", description="A published model, or 'custom'.")
     params: Annotated[

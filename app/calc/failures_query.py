@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.failures import (
     DAY,
@@ -23,6 +23,7 @@ from app.calc.failures import (
     young_interval,
 )
 from app.calc.messages import N_, Message, words_of
+from app.calc.query_config import QUERY_CONFIG
 
 MINUTE = 60.0
 
@@ -51,7 +52,7 @@ CHART_SPAN = 20.0
 class FailuresQuery(BaseModel):
     """Everything the failures-and-checkpoints calculator takes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     units: Annotated[int, Field(ge=1, le=10_000_000, description="GPUs or nodes in the job")] = (
         16_384

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.gpus import GPUS
 from app.calc.inference import (
@@ -18,6 +18,7 @@ from app.calc.inference import (
 )
 from app.calc.messages import sentence, words_of
 from app.calc.model import PRESETS, ModelConfig, model_with
+from app.calc.query_config import QUERY_CONFIG
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
 
@@ -58,7 +59,7 @@ class InferenceQuery(BaseModel):
     """Everything the inference-memory calculator takes. Model fields left out come from
     `preset`; a custom model starts from Llama 2 7B's shape (SwiGLU, RMSNorm, no biases)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     preset: Preset = Field("llama2-70b", description="A published model, or 'custom'.")
     layers: Annotated[int | None, _count(1000)] = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.messages import N_, Message, sentence, words_of
 from app.calc.pipeline import (
@@ -18,6 +18,7 @@ from app.calc.pipeline import (
     schedule_problems,
     simulate,
 )
+from app.calc.query_config import QUERY_CONFIG
 
 # Every block is drawn: p x m x v chunk-micro-batches, two or three blocks each.
 MAX_BLOCKS = 8192
@@ -40,7 +41,7 @@ class PipelineQuery(BaseModel):
     """Everything the pipeline-schedule calculator takes. Times are per micro-batch per stage,
     in any one unit (1 = one forward is a good start)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     schedule: Schedule = Field("1f1b", description="pipeline schedule")
     pp: Annotated[int, Field(ge=1, le=32, description="pipeline stages (GPUs)")] = 4

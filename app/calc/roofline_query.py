@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.hardware import ACCELERATORS, DTYPE_BYTES, DTYPE_LABELS, peak_flops
 from app.calc.messages import N_, Message, sentence, words_of
+from app.calc.query_config import QUERY_CONFIG
 from app.calc.roofline import (
     Operation,
     attainable,
@@ -44,7 +45,7 @@ DtypeName = Literal[tuple(DTYPE_LABELS)]  # type: ignore[valid-type]
 class RooflineQuery(BaseModel):
     """One operation on one accelerator. B, D, F are used by the matmul, N by the others."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     op: Literal[tuple(OPERATIONS)] = "matmul"  # type: ignore[valid-type]
     b: Annotated[int, Field(ge=1, le=10_000_000, description="rows of X: tokens")] = 256

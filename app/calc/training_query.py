@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from app.calc.activations import ActivationSetup
 from app.calc.gpus import GPUS
@@ -15,6 +15,7 @@ from app.calc.model import PRESETS, ModelConfig, model_with
 from app.calc.performance import measured_terms
 from app.calc.precision import OPTIMIZERS, RECIPES
 from app.calc.profiles import default_profile
+from app.calc.query_config import QUERY_CONFIG
 from app.calc.training import Parallelism, TrainingSetup, training_memory, verdict
 
 MODEL_FIELDS = (
@@ -75,7 +76,7 @@ class ModelQuery(BaseModel):
     """A model as the calculators' forms take it: a preset, and any shape field given instead.
     Shared by the training-memory and planner queries."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     preset: Preset = Field("llama3-70b", description="A published model, or 'custom'.")
     layers: Annotated[int | None, _count(1000)] = None

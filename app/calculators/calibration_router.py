@@ -9,13 +9,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from starlette.datastructures import UploadFile
 
 from app.calc.calibration import Calibration
 from app.calc.commands.calibrate import report_data
 from app.calc.messages import Message, words_of
 from app.calc.planner_query import LABELS, PlannerQuery
+from app.calc.query_config import QUERY_CONFIG
 from app.calculators.calibration_view import (
     EXAMPLE_CSV,
     MAX_CROSS_VALIDATED_RUNS,
@@ -43,7 +44,7 @@ router = APIRouter()
 
 
 class CalibrationRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     runs: list[dict[str, Any]] | None = Field(
         default=None,

@@ -19,10 +19,18 @@ class AnswerForm:
 
 
 def _int_or_none(value: object) -> int | None:
+    text = str(value)
+    if len(text) > SHOWN_AT_DIGITS:  # an option, a rating or a time: none is this long
+        return None
     try:
-        return int(str(value))
+        return int(text)
     except ValueError:
         return None
+
+
+# shown_at is milliseconds since 1970 (13 digits until the year 2286): longer is not a time,
+# and dividing hundreds of digits overflows a float.
+SHOWN_AT_DIGITS = 15
 
 
 def read_answer_form(form: FormData) -> AnswerForm:

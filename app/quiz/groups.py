@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 from app.accounts.models import User
 from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
+from app.db import get_row
 from app.quiz.bank import QuestionBank
 from app.quiz.models import GroupMember, QuizAttempt, StudyGroup
 from app.quiz.progress import TopicProgress, topic_progress
@@ -61,7 +62,7 @@ def join_group(session: Session, user: User, invite_code: str) -> StudyGroup:
 
 
 def membership(session: Session, user: User, group_id: int | None) -> GroupMember | None:
-    return session.get(GroupMember, (group_id, user.id))
+    return get_row(session, GroupMember, (group_id, user.id))
 
 
 def groups_of(session: Session, user: User) -> list[StudyGroup]:

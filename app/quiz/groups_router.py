@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from app.calc.messages import words_of
-from app.db import SessionDep
+from app.db import SessionDep, get_row
 from app.forms import SubmittedForm, parse_form
 from app.i18n import N_, say
 from app.language import request_language
@@ -85,7 +85,7 @@ def group_join(
 
 def _member_group(session: SessionDep, user: CurrentUser, group_id: int) -> StudyGroup:
     """The group, for a member; 404 for everyone else, so a group's existence does not leak."""
-    group = session.get(StudyGroup, group_id)
+    group = get_row(session, StudyGroup, group_id)
     if group is None or membership(session, user, group_id) is None:
         raise HTTPException(404, N_("no such group, or you are not a member"))
     return group
