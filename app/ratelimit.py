@@ -68,6 +68,11 @@ class SlidingWindow:
                 return 0.0
             return events[0] + self.rate.window_s - now
 
+    def count(self, key: str) -> int:
+        """The events of `key` in the current window."""
+        with self._lock:
+            return len(self._recent(key, self._clock()))
+
     def record(self, key: str) -> None:
         with self._lock:
             now = self._clock()
@@ -155,6 +160,7 @@ def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str
     return {
         "login_address": SlidingWindow(parse_rate(login)),
         "login_username": SlidingWindow(parse_rate(login)),
+        "login_failed_address": SlidingWindow(parse_rate(login)),
         "register_address": SlidingWindow(parse_rate(register)),
         "demo": SlidingWindow(parse_rate(demo)),
         "calibrate": SlidingWindow(parse_rate(calibrate)),

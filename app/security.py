@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from functools import cache
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -32,6 +33,14 @@ def hash_password(password: str) -> str:
 
 def verify_password(password: str, hashed: str) -> bool:
     return password_hash.verify(password, hashed)
+
+
+@cache
+def unknown_user_hash() -> str:
+    """A hash no password matches, verified when a log-in names no user, so that an unknown
+    username costs the same argon2 work as a known one: a fast answer would tell an attacker
+    which usernames exist."""
+    return hash_password(secrets.token_urlsafe(32))
 
 
 def log_in(request: Request, user: User) -> None:

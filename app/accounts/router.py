@@ -21,7 +21,7 @@ from app.forms import parse_form
 from app.i18n import N_, translate
 from app.language import LANG_CHOICES
 from app.ratelimit import SlidingWindow, client_address, wait_message
-from app.security import CurrentUser, log_in, log_out, verify_password
+from app.security import CurrentUser, log_in, log_out, unknown_user_hash, verify_password
 from app.templating import templates
 
 log = logging.getLogger(__name__)
@@ -152,16 +152,22 @@ def login(
 ) -> Response:
     next_path = _safe_next(next)
     username = username.strip()
-    # Every attempt counts against the address; failures also count against the username,
-    # so guessing one account's password from many addresses is slowed down too.
-    wait = _limiter(request, "login_address").hit(client_address(request))
-    wait = wait or _limiter(request, "login_username").retry_after_s(username.lower())
+    # Every attempt counts against the address. Failures also count against the username, so
+    # guessing one account's password from many addresses is slowed down too; but that limit
+    # holds back only addresses that have failed lately, so the owner, at an address with no
+    # recent failure, still gets in while someone else guesses at the account.
+    address = client_address(request)
+    wait = _limiter(request, "login_address").hit(address)
+    if not wait and _limiter(request, "login_failed_address").count(address):
+        wait = _limiter(request, "login_username").retry_after_s(username.lower())
     if wait:
         return _too_many(request, "login", wait, N_("log-in attempts"), username, next_path)
     user = session.exec(select(User).where(User.username == username)).first()
-    if user is None or not verify_password(password, user.password_hash):
+    known_hash = user.password_hash if user is not None else unknown_user_hash()
+    if not verify_password(password, known_hash) or user is None:
         _limiter(request, "login_username").record(username.lower())
-        log.info("failed log-in for %r from %s", username, client_address(request))
+        _limiter(request, "login_failed_address").record(address)
+        log.info("failed log-in for %r from %s", username, address)
         wrong = N_("Wrong username or password")
         return _form(request, "login", [wrong], 422, username, next_path)
     if user.disabled:
