@@ -47,6 +47,8 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
         elif kind in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
             whole = kind.startswith("int")
             text = gettext("must be a whole number") if whole else gettext("must be a number")
+        elif kind == "finite_number":  # NaN or an infinity (app/calc/query_config.py)
+            text = gettext("must be a finite number")
         elif kind == "missing":
             text = gettext("is required")
         elif kind == "string_too_short":
@@ -76,8 +78,9 @@ def error_messages(errors: Iterable[Mapping[str, Any]], labels: Mapping[str, str
 
 def query_inputs(request: Request) -> dict[str, str]:
     """A GET form's inputs: every query parameter but ?lang=, which picks the page's language
-    (app/language.py), so a shared link in Chinese opens the calculator with its defaults."""
-    return {k: v for k, v in request.query_params.items() if k != "lang"}
+    (app/language.py), so a shared link in Chinese opens the calculator with its defaults, and
+    ?step=, the step of the path a page was opened from (app/journey/return_link.py)."""
+    return {k: v for k, v in request.query_params.items() if k not in ("lang", "step")}
 
 
 def parse_form(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
-from app.calc.messages import words_of
+from app.calc.messages import Message, words_of
 from app.db import SessionDep, get_row
 from app.forms import SubmittedForm, parse_form
 from app.i18n import N_, say
@@ -30,9 +31,24 @@ from app.templating import templates
 router = APIRouter(prefix="/groups", tags=["pages"], include_in_schema=False)
 
 
+# Text-direction overrides and isolates: a name holding one can show other members text in an
+# order it was not written in (the "Trojan Source" trick, CVE-2021-42574).
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _plain_text(name: str) -> str:
+    if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in name):
+        raise ValueError(Message(N_("must not contain control or text-direction characters")))
+    return name
+
+
 class NewGroup(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=60)]
+    name: Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=2, max_length=60),
+        AfterValidator(_plain_text),
+    ]
 
 
 class JoinGroup(BaseModel):

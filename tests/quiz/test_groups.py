@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.quiz.test_review import RIGHT, answer
@@ -56,3 +57,18 @@ def test_a_wrong_invite_code_is_a_422_with_a_message(quiz_client: TestClient) ->
 
 def test_groups_need_a_login(quiz_client: TestClient) -> None:
     assert quiz_client.get("/groups/1", follow_redirects=False).status_code == 303
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Night\u202eowls", "Night\u2066owls\u2069", "Night\nowls", "Night\x00owls", "owls\x7f"],
+)
+def test_a_group_name_with_control_or_direction_characters_is_refused(
+    quiz_client: TestClient, name: str
+) -> None:
+    # Issue #25: a text-direction override in a name shows other members text reordered.
+    register(quiz_client)
+    response = quiz_client.post("/groups", data={"name": name}, follow_redirects=False)
+    assert response.status_code == 422
+    assert "must not contain control or text-direction characters" in response.text
+    assert _create(quiz_client, "Night owls ✓ 夜猫子")[0].startswith("/groups/")
