@@ -126,12 +126,17 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+# A body of thousands of unknown fields is thousands of errors; the first few say what is
+# wrong, and encoding them all held the server for most of a second (issue #25).
+SHOWN_ERRORS = 20
+
+
 async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+    shown = list(exc.errors()[:SHOWN_ERRORS])
     if _wants_json(request):
-        errors = _json_safe(jsonable_encoder(exc.errors()))
-        return JSONResponse({"detail": errors}, status_code=422)
+        return JSONResponse({"detail": _json_safe(jsonable_encoder(shown))}, status_code=422)
     # loc starts with where the field was (query, body, path); its name is what a person fixes.
-    errors = [{**error, "loc": tuple(error["loc"][1:])} for error in exc.errors()]
+    errors = [{**error, "loc": tuple(error["loc"][1:])} for error in shown]
     message = gettext(MESSAGES[422])
     return _error_page(request, 422, message, problems=error_messages(errors, {}))
 

@@ -21,6 +21,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from app.accounts.router import router as accounts_router
 from app.admin.backup import app_lock
 from app.admin.router import router as admin_router
+from app.body_limit import limit_request_bodies
 from app.calculators import routers as calculator_routers
 from app.cards.glossary import Glossary
 from app.cards.glossary_router import router as glossary_router
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     register_error_pages(app)  # first: its 500 page is made inside the middleware below
+    app.add_middleware(limit_request_bodies)
     # Inside the session middleware (added after it, so it runs later): a user's setting counts.
     app.add_middleware(LanguageMiddleware)
     app.add_middleware(
