@@ -23,6 +23,7 @@ from app.admin.backup import app_lock
 from app.admin.router import router as admin_router
 from app.body_limit import limit_request_bodies
 from app.calculators import routers as calculator_routers
+from app.cards.check_router import router as card_check_router
 from app.cards.glossary import Glossary
 from app.cards.glossary_router import router as glossary_router
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
@@ -40,6 +41,7 @@ from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import LocalWorker, keep_worker_running
 from app.logs import RequestLog, configure_logging
 from app.quiz.bank import QuestionBank
+from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
 from app.ratelimit import RateLimited, limits_for
 from app.security import (
@@ -156,11 +158,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
     for router in (
         cards_router,
+        card_check_router,
         glossary_router,
         *calculator_routers(),
         live_router,
         accounts_router,
         quiz_router,
+        practice_router,
         journey_router,
         admin_router,
     ):

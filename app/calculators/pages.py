@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.journey.visits import record_visit
 from app.templating import templates
 
 # A calculator's view of one request: the template context, and 200 or 422 for bad input.
@@ -29,6 +30,7 @@ def add_calculator_pages(router: APIRouter, path: str, name: str, context: Conte
     calculators/_<name>_result.html fragment and points the address bar at the inputs."""
 
     def page(request: Request) -> HTMLResponse:
+        record_visit(request)
         values, status = context(request)
         return templates.TemplateResponse(
             request, f"calculators/{name}.html", values, status_code=status

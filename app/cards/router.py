@@ -11,6 +11,7 @@ from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.i18n import N_, gettext
 from app.journey.syllabus import in_path_order
+from app.journey.visits import record_visit
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.templating import templates
@@ -104,6 +105,7 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     original = library.get(card_id)
     if original is None:
         raise HTTPException(404, gettext("no card called '%(card)s'") % {"card": card_id})
+    record_visit(request)
     card = library.edition(card_id, lang) or original
     related = [CALCULATOR_PAGES[c] for c in card.meta.calculators if c in CALCULATOR_PAGES]
     related += [DEMO_PAGES[d] for d in card.meta.demos if d in DEMO_PAGES]

@@ -76,9 +76,20 @@ def _table_close(self, tokens, idx, options, env) -> str:  # noqa: ANN001
     return self.renderToken(tokens, idx, options, env) + "</div>\n"
 
 
+# Marks where each h2 section of a card's html starts, so a page can put something after a
+# section (app/cards/check.py): the worked examples' calculator fragments have h2s of their own.
+SECTION_START = "<!-- section -->"
+
+
+def _heading_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001 - markdown-it's
+    mark = SECTION_START if tokens[idx].tag == "h2" else ""
+    return mark + self.renderToken(tokens, idx, options, env)
+
+
 def _markdown() -> MarkdownIt:
     md = card_markdown().use(front_matter_plugin).use(anchors_plugin, max_level=3, permalink=True)
     md.add_render_rule("fence", _fence)
+    md.add_render_rule("heading_open", _heading_open)
     md.add_render_rule("table_open", _table_open)
     md.add_render_rule("table_close", _table_close)
     return md

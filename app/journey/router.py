@@ -12,6 +12,7 @@ from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
 from app.i18n import gettext
+from app.journey.parts import parts_done
 from app.journey.plan import (
     CALCULATOR_AND_DEMO_MINUTES,
     COMPRESSED_STEP_QUESTIONS,
@@ -89,12 +90,18 @@ def step_page(
     step = position.steps[number - 1]
     after = position.steps[number] if number < len(position.steps) else None
     before = position.steps[number - 2] if number > 1 else None
+    done = step.card_id in position.done
+    # Ticks are a learner's own. A visitor's visits and answers are kept nowhere: they
+    # practise on /practice, a learner in the quiz, where the answers count.
+    parts = parts_done(session, user.id, step, done) if user and user.id else None
     context = {"step": step, "after": after, "before": before, "position": position,
                "calculator": CALCULATOR_PAGES.get(step.calculator or ""),
                "demo": DEMO_PAGES.get(step.demo or ""),
                "questions": questions_to_finish(request.app.state.quiz, step.card_id,
                                                 position.compressed),
-               "done": step.card_id in position.done}  # fmt: skip
+               "questions_url": step.practice_url if user else step.visitor_practice_url,
+               "parts": parts, "done": done,
+               "next_to_do": position.next_after(step) if done else None}  # fmt: skip
     return templates.TemplateResponse(request, "journey/step.html", context)
 
 

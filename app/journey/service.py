@@ -71,6 +71,12 @@ class Position:
     def next_step(self) -> Step | None:
         return next((s for s in self.steps if s.card_id not in self.done), None)
 
+    def next_after(self, step: Step) -> Step | None:
+        """Where to go once `step` is done: the first step after it not done yet, else the
+        first one before it (a step skipped earlier); None when every step is done."""
+        later = (s for s in self.steps[step.number :] if s.card_id not in self.done)
+        return next(later, self.next_step)
+
     def done_in(self, level: Level) -> int:
         return sum(1 for c in level.cards if c in self.done)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from app.cards.models import Card
 from app.cards.service import CardLibrary
@@ -72,6 +73,11 @@ class Step:
     def practice_url(self) -> str:
         return f"/quiz?mode=practice&topic={self.card_id}"
 
+    @property
+    def visitor_practice_url(self) -> str:
+        """The questions for a visitor: graded, kept nowhere (app/quiz/practice_router.py)."""
+        return "/practice?" + urlencode({"topic": self.card_id, "step": self.number})
+
 
 def syllabus_order() -> list[str]:
     return [card for level in LEVELS for card in level.cards]
@@ -85,17 +91,32 @@ def in_path_order(cards: Iterable[Card]) -> list[Card]:
     return sorted(cards, key=lambda c: position.get(c.meta.id, len(position)))
 
 
+def _places() -> list[tuple[Level, str]]:
+    """Every card of the path with its level, in path order."""
+    return [(level, card_id) for level in LEVELS for card_id in level.cards]
+
+
+def _step(library: CardLibrary, number: int, level: Level, card_id: str, lang: str) -> Step:
+    card = library.shown_in(card_id, lang)
+    if card is None:
+        raise KeyError(f"syllabus names {card_id!r}, which is not a card")
+    return Step(number, level, card, next(iter(card.meta.calculators), None),
+                next(iter(card.meta.demos), None))  # fmt: skip
+
+
 def steps(library: CardLibrary, lang: str = "en") -> list[Step]:
     """The path in order, each card in `lang` where its edition is written."""
-    out = []
-    for level in LEVELS:
-        for card_id in level.cards:
-            card = library.shown_in(card_id, lang)
-            if card is None:
-                raise KeyError(f"syllabus names {card_id!r}, which is not a card")
-            out.append(Step(len(out) + 1, level, card, next(iter(card.meta.calculators), None),
-                            next(iter(card.meta.demos), None)))  # fmt: skip
-    return out
+    return [_step(library, n, level, card_id, lang)
+            for n, (level, card_id) in enumerate(_places(), 1)]  # fmt: skip
+
+
+def step_at(library: CardLibrary, number: int, lang: str = "en") -> Step | None:
+    """Step `number` of the path (1-based), as steps() gives it; None outside the path."""
+    places = _places()
+    if not 1 <= number <= len(places):
+        return None
+    level, card_id = places[number - 1]
+    return _step(library, number, level, card_id, lang)
 
 
 def problems(library: CardLibrary) -> list[str]:

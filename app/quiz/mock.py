@@ -1,20 +1,30 @@
-"""Timed mock interviews: N graded questions drawn up front across topics, a clock, and a
-report of strengths and gaps per card."""
+"""Timed mock interviews: N graded questions drawn up front across topics, asked one after
+another against a clock; the report (app/quiz/mock_report.py) says what was right.
+
+Each question ends answered (a QuizAttempt with the mock's id, which reschedules the item as
+any answer does), skipped, or unanswered (the clock ran out, or the learner ended early). A skip
+and an early end are kept beside the question in MockInterview.questions ("skipped_at",
+"ended_at"): they need no table of their own, and leave every item's FSRS state as it was."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm.attributes import flag_modified
 from sqlmodel import Session, select
 
 from app.accounts.models import User
 from app.calc.messages import N_, Message
+from app.db import get_row
 from app.quiz.bank import GRADED_KINDS, GeneratedItem, QuestionBank
 from app.quiz.models import MockInterview, QuizAttempt
-from app.quiz.service import BadQuestion, Question, question_for
+from app.quiz.service import Question, question_for
+
+SKIPPED_AT = "skipped_at"
+ENDED_AT = "ended_at"
 
 
 class MockSettings(BaseModel):
@@ -32,6 +42,10 @@ MOCK_LABELS = {"questions": "Questions", "minutes": "Minutes", "topic": "Topic"}
 
 class NotEnoughItems(ValueError):
     pass
+
+
+class MockClosed(ValueError):
+    """A question that takes no answer and no skip now; its Message says why."""
 
 
 def start_mock(
@@ -67,7 +81,7 @@ def start_mock(
 
 def mock_of(session: Session, user: User, mock_id: int) -> MockInterview | None:
     """The user's own mock interview, or None (another user's reads as missing)."""
-    mock = session.get(MockInterview, mock_id)
+    mock = get_row(session, MockInterview, mock_id)
     return mock if mock is not None and mock.user_id == user.id else None
 
 
@@ -76,11 +90,91 @@ def deadline(mock: MockInterview) -> datetime:
 
 
 def answered(session: Session, mock: MockInterview) -> dict[int, QuizAttempt]:
-    """Answers so far, by question index (the n-th attempt answers the n-th question)."""
+    """Answers so far, by question index. start_mock draws each item once, so an answer is the
+    answer to its item's question; of two (two tabs sending at once) the first counts."""
+    index_of = {spec["item_id"]: index for index, spec in enumerate(mock.questions)}
     attempts = session.exec(
         select(QuizAttempt).where(QuizAttempt.mock_id == mock.id).order_by(QuizAttempt.id)
     ).all()
-    return dict(enumerate(attempts))
+    by_index: dict[int, QuizAttempt] = {}
+    for attempt in attempts:
+        if (index := index_of.get(attempt.item_id)) is not None:
+            by_index.setdefault(index, attempt)
+    return by_index
+
+
+def open_questions(mock: MockInterview, attempts: dict[int, QuizAttempt]) -> list[int]:
+    """Indexes of the questions neither answered, skipped nor closed by an early end, in the
+    order asked: the first is the one being asked (until the clock runs out)."""
+    closed = (SKIPPED_AT, ENDED_AT)
+    return [
+        index
+        for index, spec in enumerate(mock.questions)
+        if index not in attempts and not any(key in spec for key in closed)
+    ]
+
+
+def next_index(mock: MockInterview, attempts: dict[int, QuizAttempt]) -> int | None:
+    return next(iter(open_questions(mock, attempts)), None)
+
+
+def ended_early(mock: MockInterview) -> bool:
+    return any(ENDED_AT in spec for spec in mock.questions)
+
+
+def handled_as(
+    mock: MockInterview, attempts: dict[int, QuizAttempt], index: int
+) -> Literal["answered", "skipped"] | None:
+    """How the learner dealt with a question: never right or wrong, which the interview says
+    only in its report."""
+    if index in attempts:
+        return "answered"
+    if 0 <= index < len(mock.questions) and SKIPPED_AT in mock.questions[index]:
+        return "skipped"
+    return None
+
+
+def over_because(
+    mock: MockInterview, attempts: dict[int, QuizAttempt], now: datetime
+) -> Message | None:
+    """Why the interview takes nothing more, or None while a question is being asked."""
+    if ended_early(mock):
+        return Message(N_("This interview is over: you ended it early. Nothing more was recorded."))
+    if now >= deadline(mock):
+        return Message(N_("This interview is over: the time ran out. Nothing more was recorded."))
+    if next_index(mock, attempts) is None:
+        return Message(
+            N_("This interview is over: every question is answered or skipped. "
+               "Nothing more was recorded.")
+        )  # fmt: skip
+    return None
+
+
+def refusal(
+    mock: MockInterview, attempts: dict[int, QuizAttempt], index: int | None, now: datetime
+) -> Message | None:
+    """Why question `index` (0-based, as a form sent it) takes no answer and no skip now; None
+    when it is the question being asked."""
+    if (over := over_because(mock, attempts, now)) is not None:
+        return over
+    current = next_index(mock, attempts)
+    assert current is not None  # over_because said so
+    if index == current:
+        return None
+    if index is None or not 0 <= index < len(mock.questions):
+        return Message(N_("The form did not say which question of this interview it is for; "
+                          "nothing was recorded."))  # fmt: skip
+    numbers = {"n": index + 1, "current": current + 1}
+    if handled_as(mock, attempts, index) == "answered":
+        template = N_("Question %(n)s is answered already; nothing was changed. "
+                      "This is question %(current)s.")  # fmt: skip
+    elif handled_as(mock, attempts, index) == "skipped":
+        template = N_("Question %(n)s was skipped already; nothing was changed. "
+                      "This is question %(current)s.")  # fmt: skip
+    else:
+        template = N_("Question %(n)s is not asked yet; nothing was recorded. "
+                      "This is question %(current)s.")  # fmt: skip
+    return Message(template, **numbers)
 
 
 def current_question(
@@ -90,12 +184,13 @@ def current_question(
     now: datetime | None = None,
     lang: str = "en",
 ) -> tuple[int, Question] | None:
-    """The index and question to answer next, or None when finished or out of time. The
+    """The index and question to answer next, or None when the interview is over. The
     question is in `lang` where its edition is written; the keys, and so the grading, are the
     same in every language, so a learner may switch language mid-interview."""
     now = now or datetime.now(UTC)
-    index = len(answered(session, mock))
-    if now >= deadline(mock) or index >= len(mock.questions):
+    attempts = answered(session, mock)
+    index = next_index(mock, attempts)
+    if index is None or over_because(mock, attempts, now) is not None:
         return None
     spec = mock.questions[index]
     item = bank.get(spec["item_id"])
@@ -105,86 +200,42 @@ def current_question(
     return index, question_for(item, spec["inputs"] or None, random.Random(mock.id))
 
 
-@dataclass(frozen=True)
-class CardResult:
-    card_id: str
-    title: str
-    right: int
-    asked: int
+def _save_questions(session: Session, mock: MockInterview, questions: list[dict]) -> None:
+    mock.questions = questions
+    flag_modified(mock, "questions")  # a JSON column: SQLAlchemy sees no change made inside it
+    session.add(mock)
+    session.commit()
+    session.refresh(mock)
 
 
-@dataclass(frozen=True)
-class AnswerResult:
-    """One question of the interview as the report lists it; `correct` is None when it was
-    not answered in time."""
-
-    number: int  # 1-based, in the order asked
-    card_id: str
-    title: str
-    prompt: str  # Markdown, placeholders filled
-    correct: bool | None
-    duration_s: float | None
-
-
-@dataclass(frozen=True)
-class MockReport:
-    asked: int
-    answered: int
-    right: int
-    strengths: list[CardResult]  # every question on the card right
-    gaps: list[CardResult]  # a question on the card wrong or unanswered
-    time_used_s: float
-    questions: list[AnswerResult]
-
-    @property
-    def mean_duration_s(self) -> float | None:
-        """Mean time per answered question, over the answers whose time is known."""
-        times = [q.duration_s for q in self.questions if q.duration_s is not None]
-        return sum(times) / len(times) if times else None
+def skip_question(
+    session: Session, mock: MockInterview, index: int | None, duration_s: float | None,
+    now: datetime | None = None,
+) -> int:  # fmt: skip
+    """Marks the question being asked as skipped (with the time spent on it), so the next one
+    is asked; no attempt is written, and so no item is rescheduled. Returns its index;
+    MockClosed says why it cannot be skipped."""
+    now = now or datetime.now(UTC)
+    if (refused := refusal(mock, answered(session, mock), index, now)) is not None:
+        raise MockClosed(refused)
+    assert index is not None  # refusal said it is the question being asked
+    duration_ms = None if duration_s is None else int(duration_s * 1000)
+    skipped = {SKIPPED_AT: now.isoformat(), "duration_ms": duration_ms}
+    questions = [{**spec, **skipped} if i == index else spec
+                 for i, spec in enumerate(mock.questions)]  # fmt: skip
+    _save_questions(session, mock, questions)
+    return index
 
 
-def _prompt(bank: QuestionBank, spec: dict, lang: str) -> str:
-    item = bank.get(spec["item_id"])
-    if item is None:
-        return spec["item_id"]
-    try:
-        return question_for(bank.in_language(item, lang), spec["inputs"] or None).prompt
-    except BadQuestion:  # the item's choices changed since the interview was drawn
-        return item.prompt
-
-
-def report(session: Session, mock: MockInterview, bank: QuestionBank, titles: dict[str, str],
-           now: datetime | None = None, lang: str = "en") -> MockReport:  # fmt: skip
+def end_early(session: Session, mock: MockInterview, now: datetime | None = None) -> int:
+    """Ends the interview now: every question not yet answered or skipped is closed, to be
+    reported as unanswered. Returns how many were closed; MockClosed says why none could be."""
     now = now or datetime.now(UTC)
     attempts = answered(session, mock)
-    per_card: dict[str, list[int]] = {}
-    questions = []
-    for index, spec in enumerate(mock.questions):
-        item = bank.get(spec["item_id"])
-        card = item.card if item else "?"
-        right, asked = per_card.setdefault(card, [0, 0])
-        attempt = attempts.get(index)
-        per_card[card] = [right + bool(attempt and attempt.correct), asked + 1]
-        duration_ms = attempt.duration_ms if attempt else None
-        questions.append(
-            AnswerResult(
-                number=index + 1,
-                card_id=card,
-                title=titles.get(card, card),
-                prompt=_prompt(bank, spec, lang),
-                correct=attempt.correct if attempt else None,
-                duration_s=None if duration_ms is None else duration_ms / 1000,
-            )
-        )
-    results = [CardResult(c, titles.get(c, c), r, a) for c, (r, a) in per_card.items()]
-    last = max((a.created_at for a in attempts.values()), default=now)
-    used = min(last.astimezone(UTC), deadline(mock)) - mock.started_at.astimezone(UTC)
-    return MockReport(
-        asked=len(mock.questions),
-        answered=len(attempts),
-        right=sum(1 for a in attempts.values() if a.correct),
-        strengths=sorted((r for r in results if r.right == r.asked), key=lambda r: r.title),
-        gaps=sorted((r for r in results if r.right < r.asked), key=lambda r: r.right - r.asked),
-        time_used_s=max(0.0, used.total_seconds()),
-        questions=questions,
-    )
+    if (over := over_because(mock, attempts, now)) is not None:
+        raise MockClosed(over)
+    closed = open_questions(mock, attempts)
+    questions = [{**spec, ENDED_AT: now.isoformat()} if i in closed else spec
+                 for i, spec in enumerate(mock.questions)]  # fmt: skip
+    _save_questions(session, mock, questions)
+    return len(closed)

@@ -1,5 +1,5 @@
-"""Quiz tables: every answer (QuizAttempt), the FSRS state per user per item, mock interviews,
-"design the run" answers, study groups and their members."""
+"""Quiz tables: every answer (QuizAttempt), the FSRS state per user per item, a learner's review
+settings, mock interviews, "design the run" answers, study groups and their members."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ class QuizAttempt(SQLModel, table=True):
     duration_ms: int | None = None
     mock_id: int | None = Field(default=None, foreign_key="mockinterview.id", index=True)
     created_at: datetime = Field(default_factory=utc_now, index=True)
+    # The item's ItemState as it was before this answer, so the answer can be undone
+    # (app.quiz.service.undo_answer): {fsrs_card, due, reviews, lapses, updated_at}, times in
+    # ISO 8601; SQL NULL for the item's first answer, and for answers from before undo existed.
+    previous_state: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
+    )
 
 
 class ItemState(SQLModel, table=True):
@@ -48,12 +54,28 @@ class ItemState(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utc_now)
 
 
+# The settings form's bounds for new items a day, and an imported progress file's.
+MIN_NEW_PER_DAY = 0
+MAX_NEW_PER_DAY = 200
+
+
+class ReviewSettings(SQLModel, table=True):
+    """A learner's choices for the daily review; a learner with no row has the defaults
+    (app.quiz.review_queue.NEW_PER_DAY)."""
+
+    user_id: int = Field(foreign_key="user.id", primary_key=True)
+    new_per_day: int  # new items a daily review may bring in each day
+    updated_at: datetime = Field(default_factory=utc_now)
+
+
 class MockInterview(SQLModel, table=True):
     """N questions drawn up front (with a generated item's inputs), answered against a clock."""
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user.id", index=True)
-    # [{"item_id": ..., "inputs": {...}}], in the order they are asked
+    # [{"item_id": ..., "inputs": {...}}], in the order they are asked; a skipped question
+    # also has "skipped_at" (ISO 8601) and "duration_ms", one left when the learner ended
+    # early "ended_at" (app/quiz/mock.py)
     questions: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
     time_limit_s: int
     started_at: datetime = Field(default_factory=utc_now)

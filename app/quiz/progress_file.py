@@ -2,9 +2,10 @@
 
 Import never loses data: the whole file is validated before anything is written, attempts
 already present are not added twice, an item's scheduler state is replaced only by a state
-reviewed more recently, and the study goal only by one set more recently. Everything lands in
-one transaction. Version 1 files, from before the goal was exported, and version 2 files from
-before "design the run" answers were kept, import as they did.
+reviewed more recently, and the study goal and the review settings each only by one set more
+recently. Everything lands in one transaction. Version 1 files, from before the goal was
+exported, and version 2 files from before "design the run" answers were kept or from before
+the review settings were exported, import as they did.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from app.calc.planner import RULES
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.design_run import DesignAnswer, Verdict
-from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
+from app.quiz.models import (
+    MAX_NEW_PER_DAY,
+    MIN_NEW_PER_DAY,
+    DesignAttempt,
+    ItemState,
+    QuizAttempt,
+    ReviewSettings,
+)
 
 Row = TypeVar("Row")
 
@@ -111,6 +119,11 @@ class ExportedDesign(_Strict):
         return self
 
 
+class ExportedReviewSettings(_Strict):
+    new_per_day: Annotated[int, Field(ge=MIN_NEW_PER_DAY, le=MAX_NEW_PER_DAY)]
+    updated_at: AwareDatetime
+
+
 class ProgressFile(_Strict):
     format: Literal["shardlab-progress"]
     version: Literal[1, 2]
@@ -120,6 +133,8 @@ class ProgressFile(_Strict):
     goal: ExportedGoal | None = None  # absent from version 1; null when no goal was set
     # Absent from files exported before design answers were kept.
     designs: Annotated[list[ExportedDesign], Field(max_length=MAX_ATTEMPTS)] = []
+    # Absent from files exported before they were; null when the learner kept the defaults.
+    review_settings: ExportedReviewSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +143,7 @@ class Imported:
     states_updated: int
     goal_restored: bool
     designs_added: int
+    review_settings_restored: bool
 
 
 def export_progress(session: Session, user_id: int) -> dict[str, Any]:
@@ -139,12 +155,18 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
         select(DesignAttempt).where(DesignAttempt.user_id == user_id).order_by(DesignAttempt.id)
     ).all()
     goal = session.exec(select(StudyGoal).where(StudyGoal.user_id == user_id)).first()
+    settings = session.get(ReviewSettings, user_id)
     exported_goal = None
     if goal is not None:
         exported_goal = ExportedGoal(
             interview_date=goal.interview_date,
             minutes_per_day=goal.minutes_per_day,
             updated_at=goal.updated_at,
+        )
+    exported_settings = None
+    if settings is not None:
+        exported_settings = ExportedReviewSettings(
+            new_per_day=settings.new_per_day, updated_at=settings.updated_at
         )
     data = ProgressFile(
         format=FORMAT,
@@ -156,14 +178,18 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
             )
             for s in states
         ],  # fmt: skip
+        # previous_state is for undoing an answer here and now, not part of one's history.
         attempts=[
-            ExportedAttempt.model_validate(a.model_dump(exclude={"id", "user_id", "mock_id"}))
+            ExportedAttempt.model_validate(
+                a.model_dump(exclude={"id", "user_id", "mock_id", "previous_state"})
+            )
             for a in attempts
         ],
         goal=exported_goal,
         designs=[
             ExportedDesign.model_validate(d.model_dump(exclude={"id", "user_id"})) for d in designs
         ],
+        review_settings=exported_settings,
     )
     return data.model_dump(mode="json")
 
@@ -221,8 +247,11 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         lambda d: (d.scenario, d.created_at.astimezone(UTC)),
         lambda d: DesignAttempt(user_id=user_id, **d.model_dump()),
     )
+    settings_restored = data.review_settings is not None and _restore_review_settings(
+        session, user_id, data.review_settings
+    )
     session.commit()
-    return Imported(added, updated, goal_restored, designs_added)
+    return Imported(added, updated, goal_restored, designs_added, settings_restored)
 
 
 def _add_unseen(
@@ -255,5 +284,19 @@ def _restore_goal(session: Session, user_id: int, goal: ExportedGoal) -> bool:
                                    minutes_per_day=goal.minutes_per_day)  # fmt: skip
     current.interview_date, current.minutes_per_day = goal.interview_date, goal.minutes_per_day
     current.updated_at = goal.updated_at
+    session.add(current)
+    return True
+
+
+def _restore_review_settings(
+    session: Session, user_id: int, settings: ExportedReviewSettings
+) -> bool:
+    """Takes the file's settings unless this user has changed theirs since; adds them to the
+    session."""
+    current = session.get(ReviewSettings, user_id)
+    if current is not None and current.updated_at.astimezone(UTC) >= settings.updated_at:
+        return False
+    current = current or ReviewSettings(user_id=user_id, new_per_day=settings.new_per_day)
+    current.new_per_day, current.updated_at = settings.new_per_day, settings.updated_at
     session.add(current)
     return True

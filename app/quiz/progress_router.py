@@ -1,4 +1,5 @@
-"""The progress page, and export and import of one's own progress as JSON."""
+"""The progress page, the daily review's settings, and export and import of one's own
+progress as JSON."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
 from app.db import SessionDep
-from app.forms import SubmittedForm
-from app.i18n import gettext
+from app.forms import SubmittedForm, parse_form
+from app.i18n import N_, gettext
 from app.language import request_language
 from app.quiz.layouts import scenario_fields
+from app.quiz.models import MAX_NEW_PER_DAY, MIN_NEW_PER_DAY
 from app.quiz.progress import progress_of, recent_designs
 from app.quiz.progress_file import export_progress, import_progress, parse_progress
+from app.quiz.review_queue import NEW_PER_DAY, new_left_today, new_per_day_of, set_new_per_day
 from app.quiz.service import attempts_of
 from app.security import CurrentUser
 from app.templating import templates
@@ -25,6 +29,15 @@ from app.templating import templates
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+
+class ReviewSettingsForm(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    new_per_day: int = Field(ge=MIN_NEW_PER_DAY, le=MAX_NEW_PER_DAY)
+
+
+SETTINGS_LABELS = {"new_per_day": N_("New cards per day")}
 
 
 def _page(
@@ -50,6 +63,7 @@ def _page(
     titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
     designs = recent_designs(session, user.id)
     scenarios = {d.scenario: scenario_fields(d.scenario) for d in designs}
+    now = datetime.now(UTC)
     context = {
         "progress": progress,
         "questions": questions,
@@ -58,6 +72,10 @@ def _page(
         "designs": designs,
         "scenarios": scenarios,
         "chart_json": json.dumps(chart),
+        # The settings form shows the saved value, or what was typed when it was refused.
+        "new_per_day": new_per_day_of(session, user.id),
+        "new_per_day_bounds": (MIN_NEW_PER_DAY, MAX_NEW_PER_DAY, NEW_PER_DAY),
+        "new_left_today": new_left_today(session, user.id, now),
         **extra,
     }
     return templates.TemplateResponse(request, "quiz/progress.html", context, status_code)
@@ -66,6 +84,19 @@ def _page(
 @router.get("/progress", response_class=HTMLResponse)
 def progress_page(request: Request, user: CurrentUser, session: SessionDep) -> HTMLResponse:
     return _page(request, user, session)
+
+
+@router.post("/progress/settings", response_class=HTMLResponse, response_model=None)
+def progress_settings(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
+) -> HTMLResponse | RedirectResponse:
+    assert user.id is not None
+    settings, errors = parse_form(ReviewSettingsForm, form, SETTINGS_LABELS)
+    if settings is None:
+        typed = str(form.get("new_per_day", ""))[:20]
+        return _page(request, user, session, 422, settings_errors=errors, new_per_day=typed)
+    set_new_per_day(session, user.id, settings.new_per_day)
+    return RedirectResponse("/progress#review-settings", status_code=303)
 
 
 @router.get("/progress/export")
@@ -114,4 +145,6 @@ def progress_import(
                       "updated, %(designs)s design answers added.") % counts  # fmt: skip
     if imported.goal_restored:
         message += " " + gettext("Study goal restored.")
+    if imported.review_settings_restored:
+        message += " " + gettext("New cards per day restored.")
     return _page(request, user, session, import_message=message)

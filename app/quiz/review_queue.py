@@ -1,9 +1,10 @@
 """What to ask next: items that are due first (most overdue first), then new items in the
 cards' study order (prerequisites first); a topic narrows both to a card or a tag.
 
-A daily review brings in at most NEW_PER_DAY new items, as Anki does: new material is
-learned a little at a time, and a day's review has an end (the study plan, app/journey,
-schedules the path's new cards; practice on a topic has no cap).
+A daily review brings in at most the learner's new items a day (NEW_PER_DAY unless they set
+another number on /progress), as Anki does: new material is learned a little at a time, and a
+day's review has an end (the study plan, app/journey, schedules the path's new cards; practice
+on a topic has no cap).
 
 An item answered wrong goes back to FSRS's (re)learning steps, due again in 1 or 10 minutes.
 It comes back among the due items once that time has passed; if the review runs out first,
@@ -23,7 +24,7 @@ from sqlmodel import Session, col, select
 from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank, QuizItem
-from app.quiz.models import ItemState, QuizAttempt
+from app.quiz.models import ItemState, QuizAttempt, ReviewSettings
 from app.quiz.scheduling import recall_probability
 
 Mode = Literal["review", "practice"]
@@ -31,9 +32,26 @@ NEW_PER_DAY = 20
 LEARN_AHEAD = timedelta(minutes=20)  # Anki's default learn ahead limit
 
 
+def new_per_day_of(session: Session, user_id: int) -> int:
+    """The most new items the user's daily review brings in a day: their setting, or
+    NEW_PER_DAY."""
+    settings = session.get(ReviewSettings, user_id)
+    return NEW_PER_DAY if settings is None else settings.new_per_day
+
+
+def set_new_per_day(session: Session, user_id: int, new_per_day: int) -> None:
+    settings = session.get(ReviewSettings, user_id) or ReviewSettings(
+        user_id=user_id, new_per_day=new_per_day
+    )
+    settings.new_per_day = new_per_day
+    settings.updated_at = datetime.now(UTC)
+    session.add(settings)
+    session.commit()
+
+
 def new_left_today(session: Session, user_id: int, now: datetime) -> int:
-    """How many new items today's review may still bring in: NEW_PER_DAY less the items first
-    answered today (UTC), in any mode."""
+    """How many new items today's review may still bring in: the user's new_per_day_of less
+    the items first answered today (UTC), in any mode."""
     start = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
     first_answers = (
         select(QuizAttempt.item_id)
@@ -41,7 +59,7 @@ def new_left_today(session: Session, user_id: int, now: datetime) -> int:
         .group_by(QuizAttempt.item_id)
         .having(func.min(QuizAttempt.created_at) >= start)
     )
-    return max(0, NEW_PER_DAY - len(session.exec(first_answers).all()))
+    return max(0, new_per_day_of(session, user_id) - len(session.exec(first_answers).all()))
 
 
 class UnknownTopic(ValueError):

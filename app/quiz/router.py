@@ -1,5 +1,5 @@
-"""The review and practice pages and answering; progress, groups and mock interviews are
-routed from their own modules and included here."""
+"""The review and practice pages, answering and undoing an answer; progress, groups and mock
+interviews are routed from their own modules and included here."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import FormData
 
-from app.calc.messages import words_of
+from app.calc.messages import Message, words_of
 from app.cards.service import CardLibrary
 from app.db import SessionDep
 from app.errors import is_htmx
@@ -37,13 +37,17 @@ from app.quiz.review_queue import (
     topics,
 )
 from app.quiz.service import (
+    NO_SUCH_ANSWER,
+    UNDO_WITHIN,
     BadQuestion,
+    CannotUndo,
     Question,
     draw_question,
     grade,
     next_intervals,
     question_for,
     record_answer,
+    undo_answer,
 )
 from app.security import CurrentUser
 from app.templating import templates
@@ -180,5 +184,59 @@ def answer(
         )
     attempt, state = record_answer(session, user, question, outcome)
     context |= {"attempt": attempt, "outcome": outcome, "state": state, "partial": partial,
-                "count": _review_count(request, session, user, mode, topic)}  # fmt: skip
+                "count": _review_count(request, session, user, mode, topic),
+                "undo_minutes": int(UNDO_WITHIN.total_seconds() // 60)}  # fmt: skip
     return templates.TemplateResponse(request, template, context)
+
+
+def _attempt_id(value: object) -> int | None:
+    """The form's attempt id; None for anything that cannot be one (SQLite's ids fit in 8
+    bytes, so a longer number is no row either)."""
+    text = str(value)
+    return int(text) if text.isdigit() and len(text) <= 18 else None
+
+
+@router.post("/quiz/undo", response_class=HTMLResponse, response_model=None)
+def undo(
+    request: Request, user: CurrentUser, session: SessionDep, form: SubmittedForm
+) -> HTMLResponse | RedirectResponse:
+    """Takes the answer back and asks the same question again (a generated one with the same
+    inputs), saying why it is asked as the queue would have before the answer."""
+    bank, lang = bank_of(request), request_language(request)
+    mode, topic = _mode(str(form.get("mode", ""))), str(form.get("topic", ""))[:80]
+    context: dict[str, object] = {
+        "mode": mode, "topic": topic, "modes": MODES,
+        "topics": topics(request.app.state.cards, bank, lang),
+    }  # fmt: skip
+    try:
+        attempt_id = _attempt_id(form.get("attempt_id", ""))
+        if attempt_id is None:
+            raise CannotUndo(Message(NO_SUCH_ANSWER))
+        undone = undo_answer(session, user, attempt_id)
+    except CannotUndo as exc:
+        return templates.TemplateResponse(
+            request, "quiz/question.html", {**context, "error": say(words_of(exc))}, 422
+        )
+    # Unless the bank has changed since the answer (the item, or its choices): then the page
+    # asks whatever comes next.
+    item = bank.get(undone.item_id)
+    if item is None:
+        return RedirectResponse(_quiz_url(mode, topic), status_code=303)
+    try:
+        question = question_for(bank.in_language(item, lang), undone.question_params)
+    except BadQuestion:
+        return RedirectResponse(_quiz_url(mode, topic), status_code=303)
+    assert user.id is not None
+    now, state = datetime.now(UTC), undone.state
+    if state is None:
+        reason = "new"
+    elif state.due <= now:
+        reason = "due"
+    else:  # not due: a review was asking it again before the end, practice to practise it
+        reason = "again" if mode == "review" else "practice"
+    context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000),
+                "card_title": card_title(request.app.state.cards, item.card, lang),
+                "count": _review_count(request, session, user, mode, topic)}  # fmt: skip
+    if item.kind == "flashcard":
+        context["intervals"] = next_intervals(state, user.id, item.id, now)
+    return templates.TemplateResponse(request, "quiz/question.html", context)

@@ -1,5 +1,7 @@
 """Drawing a question of any kind, grading an answer, and keeping it: the attempt and the
-item's new FSRS state are written in one transaction, committed before this returns."""
+item's new FSRS state are written in one transaction, committed before this returns. The
+learner's latest answer can be taken back for a while (undo_answer), which puts the item's
+state back as it was."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from fsrs import Card, Rating
+from sqlalchemy import and_, or_
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
 from app.accounts.models import User
 from app.calc.messages import N_, Message
@@ -172,10 +176,19 @@ def next_intervals(
     return {int(rating): (due - now).total_seconds() for rating, due in preview(card, now).items()}
 
 
+def _state_before(state: ItemState | None) -> dict[str, Any] | None:
+    """What QuizAttempt.previous_state keeps of the state an answer is about to change."""
+    if state is None:
+        return None
+    return {"fsrs_card": dict(state.fsrs_card), "due": state.due.isoformat(),
+            "reviews": state.reviews, "lapses": state.lapses,
+            "updated_at": state.updated_at.isoformat()}  # fmt: skip
+
+
 def _apply_review(
-    session: Session, user_id: int, item_id: str, rating: Rating, now: datetime
-) -> ItemState:
-    state = _state_for(session, user_id, item_id)
+    session: Session, state: ItemState | None, user_id: int, item_id: str, rating: Rating,
+    now: datetime,
+) -> ItemState:  # fmt: skip
     card = review(fsrs_card_of(state, user_id, item_id, now), rating, now)
     if state is None:
         state = ItemState(user_id=user_id, item_id=item_id, fsrs_card=card.to_dict(), due=now)
@@ -202,6 +215,7 @@ def record_answer(
     now = now or datetime.now(UTC)
     item = question.item
     for attempt_number in range(2):
+        before = _state_for(session, user.id, item.id)
         attempt = QuizAttempt(
             user_id=user.id,
             item_id=item.id,
@@ -217,9 +231,10 @@ def record_answer(
             duration_ms=outcome.duration_ms,
             mock_id=mock_id,
             created_at=now,
+            previous_state=_state_before(before),
         )
         session.add(attempt)
-        state = _apply_review(session, user.id, item.id, outcome.rating, now)
+        state = _apply_review(session, before, user.id, item.id, outcome.rating, now)
         try:
             session.commit()
         except IntegrityError:
@@ -232,6 +247,87 @@ def record_answer(
         session.refresh(state)
         return attempt, state
     raise AssertionError("unreachable")
+
+
+UNDO_WITHIN = timedelta(minutes=10)
+NO_SUCH_ANSWER = N_("there is no such answer of yours: it may be undone already")
+
+
+class CannotUndo(ValueError):
+    """An answer the learner may not take back; its Message says why."""
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What an undone answer leaves: the question to ask again and the item's state as it is
+    now (None when the answer was the item's first)."""
+
+    item_id: str
+    question_params: dict[str, float | int]
+    state: ItemState | None
+
+
+def _answered_since(session: Session, user_id: int, moment: datetime, attempt_id: int) -> bool:
+    """Whether the user has an answer later than the attempt (`moment`, `attempt_id`)."""
+    later = or_(
+        col(QuizAttempt.created_at) > moment,
+        and_(col(QuizAttempt.created_at) == moment, col(QuizAttempt.id) > attempt_id),
+    )
+    statement = select(QuizAttempt.id).where(QuizAttempt.user_id == user_id, later).limit(1)
+    return session.exec(statement).first() is not None
+
+
+def undo_answer(
+    session: Session, user: User, attempt_id: int, now: datetime | None = None
+) -> Undone:
+    """Takes back the user's latest answer, given within UNDO_WITHIN and not in a mock
+    interview: deletes the attempt and puts the item's state back as previous_state kept it
+    (or deletes it, after a first answer), in one transaction. CannotUndo says why not."""
+    now = now or datetime.now(UTC)
+    gone = Message(NO_SUCH_ANSWER)
+    attempt = session.get(QuizAttempt, attempt_id)
+    if attempt is None or attempt.user_id != user.id:
+        raise CannotUndo(gone)
+    if attempt.mock_id is not None:
+        raise CannotUndo(Message(N_("an answer in a mock interview cannot be undone")))
+    if now - attempt.created_at > UNDO_WITHIN:
+        minutes = int(UNDO_WITHIN.total_seconds() // 60)
+        raise CannotUndo(
+            Message(N_("an answer can be undone for %(minutes)s minutes only"), minutes=minutes)
+        )
+    user_id, item_id, answered_at = attempt.user_id, attempt.item_id, attempt.created_at
+    inputs, previous = dict(attempt.question_params), attempt.previous_state
+    # SQLite runs the reads above outside a transaction; deleting first takes the write lock,
+    # so what the checks below read cannot change before the commit, and of two clicks on
+    # Undo the second finds nothing left to delete.
+    if session.exec(delete(QuizAttempt).where(col(QuizAttempt.id) == attempt_id)).rowcount != 1:
+        session.rollback()
+        raise CannotUndo(gone)
+    state = _state_for(session, user_id, item_id)
+    if _answered_since(session, user_id, answered_at, attempt_id):
+        session.rollback()
+        raise CannotUndo(Message(N_("only your latest answer can be undone")))
+    # The state must be the one this answer left: an import may have replaced it since, and an
+    # answer from before undo existed kept nothing of the state before it (previous_state is
+    # null as if it were the first). Putting an older state back would lose what came since.
+    if (state is None or state.updated_at != answered_at
+            or (previous is None and state.reviews != 1)):  # fmt: skip
+        session.rollback()
+        raise CannotUndo(
+            Message(N_("this question's schedule changed after that answer: it cannot be undone"))
+        )
+    if previous is None:
+        session.delete(state)
+        session.commit()
+        return Undone(item_id, inputs, None)
+    state.fsrs_card = previous["fsrs_card"]
+    state.due = datetime.fromisoformat(previous["due"])
+    state.reviews, state.lapses = previous["reviews"], previous["lapses"]
+    state.updated_at = datetime.fromisoformat(previous["updated_at"])
+    session.add(state)
+    session.commit()
+    session.refresh(state)
+    return Undone(item_id, inputs, state)
 
 
 def attempts_of(session: Session, user: User, limit: int = 200) -> list[QuizAttempt]:

@@ -19,6 +19,12 @@ def register(page: Page, base: str = "") -> str:
 
 
 def answer_any(page: Page) -> None:
+    """Answers the question on the page (submit_any) and waits for the answer to be kept."""
+    submit_any(page)
+    expect(page.locator("#quiz-result .recorded")).to_be_visible()
+
+
+def submit_any(page: Page) -> None:
     """Answers the question on the page with its first option, or 1, or a Good rating."""
     kind = page.locator("#question").get_attribute("data-kind")
     if kind in ("single", "multiple"):
@@ -30,4 +36,3 @@ def answer_any(page: Page) -> None:
         page.click("button[name=rating][value='3']")
     else:
         page.click(".answer-form button[type=submit]")
-    expect(page.locator("#quiz-result .recorded")).to_be_visible()

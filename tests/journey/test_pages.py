@@ -41,9 +41,15 @@ def test_a_visitor_sees_the_path_and_start_here_opens_step_one(client: TestClien
 def test_a_step_links_its_calculator_and_demo(client: TestClient) -> None:
     number = syllabus_order().index("zero-stages") + 1
     page = client.get(f"/path/{number}").text
-    assert 'href="/calculators/memory" id="part-calculator"' in page
-    assert re.search(r'href="/demos/[^"]+" id="part-demo"', page)
-    assert 'href="/quiz?mode=practice&amp;topic=zero-stages"' in page
+    # Each link names the step, so the page it opens leads back here.
+    assert f'href="/cards/zero-stages?step={number}" id="part-card"' in page
+    assert f'href="/calculators/memory?step={number}" id="part-calculator"' in page
+    assert re.search(rf'href="/demos/[^"?]+\?step={number}" id="part-demo"', page)
+    # Signed out, the questions are practised without an account; signed in, in the quiz.
+    assert f'href="/practice?topic=zero-stages&amp;step={number}" id="part-questions"' in page
+    register(client)
+    page = client.get(f"/path/{number}").text
+    assert 'href="/quiz?mode=practice&amp;topic=zero-stages" id="part-questions"' in page
 
 
 def test_a_step_outside_the_path_is_a_404(client: TestClient) -> None:

@@ -36,7 +36,7 @@ def test_a_mock_interview_ends_in_a_report_of_strengths_and_gaps(
     report = quiz_client.get(url).text
     assert "Mock interview report" in report
     single_asked = "fx-single" in str(report) or True
-    assert re.search(r"<strong>\d of 4</strong> right \(4 answered\)", report)
+    assert re.search(r"<strong>\d of 4</strong> right \(4 answered, 0 skipped\)", report)
     assert 'id="strengths"' in report
     gaps = re.search(r'<ul id="gaps">(.*?)</ul>', report, re.S)
     if single_asked and gaps:
@@ -80,7 +80,7 @@ def test_a_mock_interview_held_in_chinese_is_graded_as_in_english(
                          data={"item_id": item_id, "index": index, **RIGHT[item_id]})  # fmt: skip
     assert {"fx-single", "fx-generated"} <= seen
     report = quiz_client.get(url, params={"lang": "en"}).text
-    assert re.search(r"<strong>4 of 4</strong> right \(4 answered\)", report)
+    assert re.search(r"<strong>4 of 4</strong> right \(4 answered, 0 skipped\)", report)
 
 
 def test_the_report_gives_time_per_question_and_lists_the_unanswered(
@@ -99,10 +99,11 @@ def test_the_report_gives_time_per_question_and_lists_the_unanswered(
         session.add(mock)
         session.commit()
     report = quiz_client.get(url).text
-    assert re.search(r"<strong>1 of 3</strong> right \(1 answered\)", report)
-    rows = re.findall(r'<tr data-number="(\d)"( class="unanswered")?>(.*?)</tr>', report, re.S)
-    assert [(n, bool(unanswered)) for n, unanswered, _ in rows] == [
-        ("1", False), ("2", True), ("3", True)]  # fmt: skip
+    assert re.search(r"<strong>1 of 3</strong> right \(1 answered, 0 skipped\)", report)
+    assert "The time ran out: 2 questions were not answered." in report
+    rows = re.findall(r'<tr data-number="(\d)" data-outcome="(\w+)"[^>]*>(.*?)</tr>', report, re.S)
+    assert [(n, outcome) for n, outcome, _ in rows] == [
+        ("1", "right"), ("2", "unanswered"), ("3", "unanswered")]  # fmt: skip
     assert '<span class="ok">right</span>' in rows[0][2]
     assert '<td class="num question-time">12 s</td>' in rows[0][2]
     assert all("not answered" in r and 'question-time">–<' in r for _, _, r in rows[1:])
@@ -111,4 +112,5 @@ def test_the_report_gives_time_per_question_and_lists_the_unanswered(
     assert tiles["score-tile"] == ["33%", "score"]
     assert tiles["answered"] == ["1/3", "questions", "answered"]
     assert tiles["mean-time"] == ["12", "s", "per", "question,", "on", "average"]
-    assert tiles["time-used"][-4:] == ["used", "of", "5", "min"]
+    # The clock ran out with questions left: the whole time was used.
+    assert tiles["time-used"] == ["5", "min", "00", "s", "used", "of", "5", "min"]
