@@ -5,7 +5,8 @@
 Starts the app on a free port with a fresh SQLite file and its own demo worker (2 gloo
 ranks), then drives Debian's chromium: the home page as a visitor; a learner who registers,
 sets an interview date, answers a few questions and runs a demo; then the dashboard, a demo's
-verdict, a quiz question and the progress page, each at 1280 and 390 px wide (what fits
+verdict, a quiz question, the progress page, a step of the path and a card's "Check yourself"
+box, each at 1280 and 390 px wide (what fits
 above the fold: 1280×800 and 390×844). Needs the test extras (Playwright) and chromium, as
 the browser tests do; Chinese pages need a CJK font (fonts-wqy-microhei).
 """
@@ -38,6 +39,15 @@ def shoot(page: Page, out: Path, name: str, url: str | None = None) -> None:
         if url:
             page.goto(url)
             page.wait_for_load_state("networkidle")
+        page.screenshot(path=str(out / f"{name}-{width}.png"))
+        print(out / f"{name}-{width}.png")
+
+
+def shoot_here(page: Page, out: Path, name: str, selector: str) -> None:
+    """Like shoot, but at each width scrolled to the first `selector` on the current page."""
+    for width, height in VIEWPORTS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator(selector).first.evaluate("e => e.scrollIntoView({block: 'center'})")
         page.screenshot(path=str(out / f"{name}-{width}.png"))
         print(out / f"{name}-{width}.png")
 
@@ -75,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
             page.goto(f"{base}/quiz")
             shoot(page, args.out, "quiz")
             shoot(page, args.out, "progress", f"{base}/progress")
+            # A step of the path with its card read (ticked), and the card's first check box.
+            page.goto(f"{base}/path/1")
+            page.click("#part-card")
+            shoot_here(page, args.out, "card-check", ".card-check")
+            shoot(page, args.out, "step", f"{base}/path/1")
             page.set_viewport_size({"width": 1280, "height": 800})
             page.goto(f"{base}/demos/all-reduce")
             page.fill("input[name=size_mib]", "1")
