@@ -10,6 +10,7 @@ the review settings were exported, import as they did.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -45,6 +46,9 @@ Row = TypeVar("Row")
 FORMAT = "shardlab-progress"
 VERSION = 2
 MAX_ATTEMPTS = 100_000
+# One schedule per question: the bank has a few hundred; 90,000 made-up ones took 45 s to
+# import and slowed that learner's every page (issue #25).
+MAX_STATES = 5_000
 
 
 class _Strict(BaseModel):
@@ -64,8 +68,21 @@ class ExportedState(_Strict):
             card = Card.from_dict(value)  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not an FSRS card ({exc.__class__.__name__}: {exc})") from exc
+        # What the scheduler and the pages compute with must be what FSRS itself writes: a
+        # naive date, a negative stability or a fractional step imported once made every page
+        # that reads the schedule fail from then on (issue #25).
         if card.due.tzinfo is None:
             raise ValueError("the FSRS card's due date needs a time zone")
+        if card.last_review is not None and card.last_review.tzinfo is None:
+            raise ValueError("the FSRS card's last_review needs a time zone")
+        if card.stability is not None and not (math.isfinite(card.stability)
+                                               and card.stability > 0):  # fmt: skip
+            raise ValueError("the FSRS card's stability must be a positive number")
+        if card.difficulty is not None and not 1 <= card.difficulty <= 10:
+            raise ValueError("the FSRS card's difficulty must be between 1 and 10")
+        step = value.get("step")
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
+            raise ValueError("the FSRS card's step must be a whole number, 0 or more, or null")
         return card.to_dict()
 
 
@@ -128,7 +145,7 @@ class ProgressFile(_Strict):
     format: Literal["shardlab-progress"]
     version: Literal[1, 2]
     exported_at: AwareDatetime
-    states: list[ExportedState]
+    states: Annotated[list[ExportedState], Field(max_length=MAX_STATES)]
     attempts: Annotated[list[ExportedAttempt], Field(max_length=MAX_ATTEMPTS)]
     goal: ExportedGoal | None = None  # absent from version 1; null when no goal was set
     # Absent from files exported before design answers were kept.

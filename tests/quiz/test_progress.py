@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 from fsrs import Card, Rating
 from sqlmodel import Session, delete, select
@@ -15,6 +16,7 @@ from app.journey.plan import plan_study
 from app.quiz.bank import QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.progress import DueReviews, due_reviews, streak_days
+from app.quiz.progress_file import MAX_STATES
 from app.quiz.scheduling import review
 from app.quiz.service import Outcome, question_for, record_answer
 from tests.quiz.conftest import FIXTURE_CONTENT
@@ -223,3 +225,44 @@ def test_reviews_due_by_the_end_of_today_include_those_due_now_as_the_plan_count
     assert due_reviews(states, now) == DueReviews(now=2, by_end_of_today=3)
     plan = plan_study(now.date(), now.date() + timedelta(days=30), 60, [], [d.date() for d in dues])
     assert plan.days[0].reviews == 3
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"last_review": "2026-11-01T10:00:00"}, "last_review needs a time zone"),
+        ({"stability": -3.0}, "stability must be a positive number"),
+        ({"stability": "nan"}, "stability must be a positive number"),
+        ({"difficulty": -1.0}, "difficulty must be between 1 and 10"),
+        ({"difficulty": 11.5}, "difficulty must be between 1 and 10"),
+        ({"step": 1.5}, "step must be a whole number"),
+        ({"step": -1}, "step must be a whole number"),
+        ({"state": 7}, "not an FSRS card"),
+    ],
+)
+def test_a_crafted_schedule_is_refused_before_it_can_break_the_pages(
+    quiz_client: TestClient, change: dict[str, object], message: str
+) -> None:
+    # Issue #25, finding 7: such a card was imported and then every page that reads the
+    # schedule (/, /progress, answering) answered 500 for good.
+    register(quiz_client)
+    answer(quiz_client, "fx-single", **RIGHT["fx-single"])
+    exported = _export(quiz_client)
+    state = exported["states"][0]
+    crafted = {**state, "fsrs_card": {**state["fsrs_card"], **change}}
+    body = json.dumps({**exported, "states": [crafted]})
+    response = quiz_client.post("/progress/import", files={"file": ("p.json", body)})
+    assert response.status_code == 422 and message in response.text
+    for page in ("/", "/progress", "/quiz"):
+        assert quiz_client.get(page).status_code == 200
+    assert answer(quiz_client, "fx-single", **RIGHT["fx-single"]).status_code == 200
+
+
+def test_an_import_of_too_many_schedules_is_refused(quiz_client: TestClient) -> None:
+    register(quiz_client)
+    answer(quiz_client, "fx-single", **RIGHT["fx-single"])
+    exported = _export(quiz_client)
+    many = [{**exported["states"][0], "item_id": f"made-up-{i}"} for i in range(MAX_STATES + 1)]
+    body = json.dumps({**exported, "states": many})
+    response = quiz_client.post("/progress/import", files={"file": ("p.json", body)})
+    assert response.status_code == 422 and "states" in response.text
