@@ -21,6 +21,7 @@ from app.calc.messages import N_, Message
 from app.db import get_row
 from app.quiz.bank import GRADED_KINDS, GeneratedItem, QuestionBank
 from app.quiz.models import MockInterview, QuizAttempt
+from app.quiz.review_queue import askable_items
 from app.quiz.service import Question, question_for
 
 SKIPPED_AT = "skipped_at"
@@ -52,9 +53,11 @@ def start_mock(
     session: Session, user: User, bank: QuestionBank, card_ids: list[str], n: int,
     minutes: int, rng: random.Random,
 ) -> MockInterview:  # fmt: skip
-    """Draws n graded items, spread over as many cards as possible (one per card first)."""
+    """Draws n graded items, spread over as many cards as possible (one per card first); the
+    items the learner suspended are not drawn."""
     assert user.id is not None
-    pool = [item for item in bank.for_cards(card_ids) if item.kind in GRADED_KINDS]
+    askable = askable_items(session, user.id, bank, card_ids)
+    pool = [item for item in askable if item.kind in GRADED_KINDS]
     if len(pool) < n:
         raise NotEnoughItems(
             Message(N_("this topic has %(n)s graded questions; ask for at most that"), n=len(pool))

@@ -54,6 +54,22 @@ class ItemState(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utc_now)
 
 
+# The longest note a learner may keep on an item (the card browser, app/quiz/browser.py).
+MAX_NOTE_CHARS = 500
+
+
+class ItemMark(SQLModel, table=True):
+    """A learner's own marks on an item from the card browser: suspended (never asked by the
+    daily review or practice) and a note. Apart from ItemState because an item never answered
+    has no FSRS card, and because undoing an item's first answer deletes its ItemState row."""
+
+    user_id: int = Field(foreign_key="user.id", primary_key=True)
+    item_id: str = Field(primary_key=True, max_length=100)
+    suspended: bool = False
+    note: str = Field(default="", max_length=MAX_NOTE_CHARS)
+    updated_at: datetime = Field(default_factory=utc_now)
+
+
 # The settings form's bounds for new items a day, and an imported progress file's.
 MIN_NEW_PER_DAY = 0
 MAX_NEW_PER_DAY = 200

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
-from app.quiz.review_queue import coming_back, new_left_today, states_of
+from app.quiz.review_queue import askable_items, coming_back, new_left_today, states_of
 from app.quiz.scheduling import SCHEDULER, recall_probability
 
 HISTORY_DAYS = 30
@@ -258,7 +258,7 @@ def review_count(
         new_left = new_left_today(session, user_id, now)
     if states_read is None:
         states_read = states_of(session, user_id)
-    item_ids = {item.id for item in bank.for_cards(card_ids)}
+    item_ids = {item.id for item in askable_items(session, user_id, bank, card_ids)}
     states = [s for s in states_read if s.item_id in item_ids]
     return ReviewCount(
         done=len(_attempts_today(session, user_id, item_ids, now)),

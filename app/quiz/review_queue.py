@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank, QuizItem
-from app.quiz.models import ItemState, QuizAttempt, ReviewSettings
+from app.quiz.models import ItemMark, ItemState, QuizAttempt, ReviewSettings
 from app.quiz.scheduling import recall_probability
 
 Mode = Literal["review", "practice"]
@@ -103,6 +103,23 @@ def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> TopicOpt
     )  # fmt: skip
 
 
+def suspended_ids(session: Session, user_id: int) -> set[str]:
+    """The items the user suspended in the card browser (app/quiz/browser.py)."""
+    statement = select(ItemMark.item_id).where(
+        ItemMark.user_id == user_id, col(ItemMark.suspended).is_(True)
+    )
+    return set(session.exec(statement))
+
+
+def askable_items(
+    session: Session, user_id: int, bank: QuestionBank, card_ids: list[str]
+) -> list[QuizItem]:
+    """The cards' items in study order, less the ones the user suspended: what the daily
+    review and practice may ask, and what the review's counts count."""
+    suspended = suspended_ids(session, user_id)
+    return [item for item in bank.for_cards(card_ids) if item.id not in suspended]
+
+
 def states_of(session: Session, user_id: int) -> list[ItemState]:
     """Every item state of the user: what the queue, the progress pages and plans read."""
     return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
@@ -146,7 +163,7 @@ def next_item(
     has it already (a review page's progress bar needs it too), and `states_read` the user's
     item states, likewise."""
     now = now or datetime.now(UTC)
-    items = bank.for_cards(card_ids)
+    items = askable_items(session, user_id, bank, card_ids)
     in_topic = {item.id for item in items}
     if states_read is None:
         states_read = states_of(session, user_id)

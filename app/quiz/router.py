@@ -21,6 +21,7 @@ from app.i18n import N_, gettext, say
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.browser_router import router as browser_router
 from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
@@ -53,7 +54,7 @@ from app.security import CurrentUser
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
-for _sub in (progress_router, groups_router, design_router, mock_router):
+for _sub in (progress_router, groups_router, design_router, mock_router, browser_router):
     router.include_router(_sub)
 
 # Labels are translated where the page shows them.
