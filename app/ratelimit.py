@@ -154,6 +154,10 @@ count_demo_launch = limit_per_user_and_address("demo", N_("demo launches"))
 DemoLaunchCheck = Depends(limit_per_user_and_address("demo", N_("demo launches"), record=False))
 # A profile fit (the planner's calibration, page and API) counts when it is asked for.
 count_calibration = limit_per_user_and_address("calibrate", N_("calibrations"))
+# A progress import validates and merges a whole file (up to 21 MiB): a learner restores or
+# moves their progress a few times, not in a loop (issue #25, finding 6).
+IMPORT_RATE = "10/hour"
+count_import = limit_per_user_and_address("import", N_("progress imports"))
 
 
 def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str, SlidingWindow]:
@@ -164,4 +168,5 @@ def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str
         "register_address": SlidingWindow(parse_rate(register)),
         "demo": SlidingWindow(parse_rate(demo)),
         "calibrate": SlidingWindow(parse_rate(calibrate)),
+        "import": SlidingWindow(parse_rate(IMPORT_RATE)),
     }

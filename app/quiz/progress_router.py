@@ -23,6 +23,7 @@ from app.quiz.progress import progress_of, recent_designs
 from app.quiz.progress_file import export_progress, import_progress, parse_progress
 from app.quiz.review_queue import NEW_PER_DAY, new_left_today, new_per_day_of, set_new_per_day
 from app.quiz.service import attempts_of
+from app.ratelimit import count_import
 from app.security import CurrentUser
 from app.templating import templates
 
@@ -121,7 +122,7 @@ async def uploaded_file(form: SubmittedForm) -> bytes | None:
     return await upload.read(MAX_IMPORT_BYTES + 1)
 
 
-@router.post("/progress/import", response_class=HTMLResponse)
+@router.post("/progress/import", response_class=HTMLResponse, dependencies=[Depends(count_import)])
 def progress_import(
     request: Request,
     user: CurrentUser,

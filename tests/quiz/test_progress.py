@@ -266,3 +266,15 @@ def test_an_import_of_too_many_schedules_is_refused(quiz_client: TestClient) -> 
     body = json.dumps({**exported, "states": many})
     response = quiz_client.post("/progress/import", files={"file": ("p.json", body)})
     assert response.status_code == 422 and "states" in response.text
+
+
+def test_imports_are_rate_limited(quiz_client: TestClient) -> None:
+    # Issue #25, finding 6: imports had no rate limit. Ten an hour per user and address.
+    register(quiz_client)
+    answer(quiz_client, "fx-single", **RIGHT["fx-single"])
+    upload = {"file": ("p.json", json.dumps(_export(quiz_client)), "application/json")}
+    for _ in range(10):
+        assert quiz_client.post("/progress/import", files=upload).status_code == 200
+    limited = quiz_client.post("/progress/import", files=upload)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 60
+    assert "Too many progress imports" in limited.text
