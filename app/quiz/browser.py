@@ -4,7 +4,6 @@ it, searched and filtered; suspending an item and keeping a note on it (ItemMark
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -14,6 +13,7 @@ from app.calc.messages import N_, Message
 from app.quiz.bank import QuestionBank
 from app.quiz.models import MAX_NOTE_CHARS, ItemMark, ItemState
 from app.quiz.review_queue import states_of
+from app.text_rules import has_control_characters
 
 PAGE_SIZE = 50
 PROMPT_CHARS = 120  # a row's prompt is cut here; the search reads the whole of it
@@ -28,10 +28,6 @@ STATES: dict[str, str] = {
     "suspended": N_("Suspended"),
 }
 _FSRS_STATES = {1: "learning", 2: "review", 3: "relearning"}
-
-# Bidirectional overrides and isolates reorder the text around them: a note could disguise
-# itself, as a group's name could (app/quiz/groups_router.py).
-_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class BadNote(ValueError):
@@ -134,7 +130,7 @@ def clean_note(note: str) -> str:
     note = note.strip()
     if len(note) > MAX_NOTE_CHARS:
         raise BadNote(Message(N_("a note is at most %(n)s characters"), n=MAX_NOTE_CHARS))
-    if any(unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS for ch in note):
+    if has_control_characters(note):
         raise BadNote(Message(N_("a note must not contain control or text-direction characters")))
     return note
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
@@ -27,17 +26,13 @@ from app.quiz.groups import (
 from app.quiz.models import StudyGroup
 from app.security import CurrentUser
 from app.templating import templates
+from app.text_rules import has_control_characters
 
 router = APIRouter(prefix="/groups", tags=["pages"], include_in_schema=False)
 
 
-# Text-direction overrides and isolates: a name holding one can show other members text in an
-# order it was not written in (the "Trojan Source" trick, CVE-2021-42574).
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
 def _plain_text(name: str) -> str:
-    if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in name):
+    if has_control_characters(name):
         raise ValueError(Message(N_("must not contain control or text-direction characters")))
     return name
 
