@@ -35,6 +35,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
 # One process: SQLite writes, rate limits and the demo worker's lifecycle belong to one app.
 # A bounded graceful shutdown, so open demo streams cannot hold up `docker stop`.
-# --proxy-headers: X-Forwarded-Proto/-For from the proxies in $FORWARDED_ALLOW_IPS (uvicorn
-# reads it; default 127.0.0.1) give the real scheme and client address behind TLS.
-CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5"]
+# --no-proxy-headers: the app reads X-Forwarded-For/-Proto itself, from the proxies in
+# SHARDLAB_TRUSTED_PROXIES only (app/proxy_headers.py); uvicorn's own reading, on by default,
+# would rewrite the client first from its FORWARDED_ALLOW_IPS.
+CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5"]

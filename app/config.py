@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.proxy_headers import parse_trusted_proxies
 from app.ratelimit import parse_rate
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -53,6 +54,21 @@ class Settings(BaseSettings):
         description="A running demo that sends nothing for this long is failed, and a local "
         "worker restarted.",
     )
+    heavy_work_slots: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="CPU-heavy requests (the planner's search, progress imports and exports) "
+        "computing at once; others wait a few seconds for a slot, then get 503. Python runs one "
+        "thread at a time, so each one more slows every page: raise it only with spare cores.",
+    )
+    hashing_slots: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Password hashes (log-in, sign-up, password change) computing at once, "
+        "64 MiB each. Unset: one per core.",
+    )
     demo_queue_max: int = Field(
         default=8, ge=0, le=1000, description="Demo runs that may wait for the worker at once."
     )
@@ -72,6 +88,12 @@ class Settings(BaseSettings):
         default=False,
         description="Mark the session cookie Secure: set true when users reach the app over "
         "https (behind a TLS reverse proxy).",
+    )
+    trusted_proxies: str | None = Field(
+        default=None,
+        description="Reverse proxies whose X-Forwarded-For/-Proto are believed: addresses and "
+        "networks, comma-separated (172.31.254.10, 10.0.0.0/8). Unset: none, so the client is "
+        "whoever connects.",
     )
     login_rate_limit: str = Field(
         default="10/minute",
@@ -101,6 +123,12 @@ class Settings(BaseSettings):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError("worker_address must look like host:port")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses_or_networks(cls, value: str | None) -> str | None:
+        parse_trusted_proxies(value)  # raises ValueError naming the entry
         return value
 
     @field_validator(

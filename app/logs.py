@@ -75,7 +75,8 @@ def configure_logging(log_format: str, level: str) -> None:
 
 
 class RequestLog:
-    """Outermost middleware: gives each request an id and logs method, path, status, time."""
+    """Outermost middleware but one (ProxyHeaders runs first, so the log names the client a
+    trusted proxy forwarded): gives each request an id and logs method, path, status, time."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

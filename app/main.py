@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import quote
@@ -18,6 +19,7 @@ from sqlalchemy import Engine, text
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
 
+from app.accounts.account_router import router as account_router
 from app.accounts.router import router as accounts_router
 from app.admin.backup import app_lock
 from app.admin.router import router as admin_router
@@ -33,6 +35,7 @@ from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
 from app.errors import refusal, register_error_pages
+from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_WAIT_S, HeavyWork
 from app.i18n import LOCALES, LanguageMiddleware, translations
 from app.journey.router import router as journey_router
 from app.live.queue import JobQueue
@@ -40,15 +43,18 @@ from app.live.router import router as live_router
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import LocalWorker, keep_worker_running
 from app.logs import RequestLog, configure_logging
+from app.proxy_headers import ProxyHeaders
 from app.quiz.bank import QuestionBank
 from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
 from app.ratelimit import RateLimited, limits_for
+from app.request_shape import bounded_query_string, limit_json_shapes
 from app.security import (
     CrossOriginProtection,
     CsrfRefused,
     LoginRequired,
     SecurityHeaders,
+    forget_ended_session,
     require_csrf_token,
 )
 
@@ -90,6 +96,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         app.state.worker = worker
         app.state.demo_queue = JobQueue(settings.demo_queue_max)
+        # Made here, on the loop their waiters run on (app/heavy_work.py).
+        app.state.heavy_work = HeavyWork(
+            settings.heavy_work_slots, wait_s=HEAVY_WAIT_S, max_waiting=HEAVY_MAX_WAITING
+        )
+        hashing_slots = settings.hashing_slots or os.cpu_count() or 1
+        app.state.hashing = HeavyWork(
+            hashing_slots, wait_s=HEAVY_WAIT_S, max_waiting=4 * hashing_slots
+        )
         watchdog = asyncio.create_task(keep_worker_running(worker)) if worker else None
         try:
             yield
@@ -107,8 +121,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "on distributed LLM training.",
         version="0.1.0",
         lifespan=lifespan,
-        # Every state-changing route needs this session's CSRF token (app/security.py).
-        dependencies=[Depends(require_csrf_token)],
+        # Every state-changing route needs this session's CSRF token, and a cookie whose
+        # session has ended on the server loses its user before any route reads it
+        # (app/security.py).
+        # A query string of too many fields is refused before a route parses it
+        # (app/request_shape.py).
+        dependencies=[
+            Depends(bounded_query_string),
+            Depends(require_csrf_token),
+            Depends(forget_ended_session),
+        ],
     )
     app.state.settings = settings
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
@@ -142,6 +164,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     register_error_pages(app)  # first: its 500 page is made inside the middleware below
+    # Inside the byte limit (added before it, so it runs after): a JSON body's values counted.
+    app.add_middleware(limit_json_shapes)
     app.add_middleware(limit_request_bodies)
     # Inside the session middleware (added after it, so it runs later): a user's setting counts.
     app.add_middleware(LanguageMiddleware)
@@ -155,6 +179,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CrossOriginProtection)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestLog)  # last added runs first: it times everything
+    # Added last, so it runs first: the log, like every route, sees the client a proxy names.
+    app.add_middleware(ProxyHeaders, trusted_proxies=settings.trusted_proxies)
     app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
     for router in (
         cards_router,
@@ -163,6 +189,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         *calculator_routers(),
         live_router,
         accounts_router,
+        account_router,
         quiz_router,
         practice_router,
         journey_router,

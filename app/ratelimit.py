@@ -104,8 +104,8 @@ class RateLimited(Exception):
 
 
 def client_address(request: Request) -> str:
-    # Behind a reverse proxy this is the proxy unless uvicorn runs with --proxy-headers and
-    # --forwarded-allow-ips naming the proxy (docs/self-hosting.md).
+    # Behind the proxies in SHARDLAB_TRUSTED_PROXIES, the client they name: app/proxy_headers.py
+    # has set it from X-Forwarded-For before any route runs.
     return request.client.host if request.client else "unknown"
 
 

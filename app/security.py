@@ -9,16 +9,23 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request, status
 from pwdlib import PasswordHash
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.accounts import sessions
 from app.accounts.models import User
+from app.accounts.sessions import UserSession
 from app.calc.messages import N_
 from app.db import SessionDep
+from app.ratelimit import client_address
 
 password_hash = PasswordHash.recommended()  # argon2id
 
 SESSION_USER_KEY = "user_id"
+# The random token naming this session's row in usersession (app/accounts/sessions.py).
+SESSION_TOKEN_KEY = "session_token"
 SESSION_CSRF_KEY = "csrf"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
@@ -43,28 +50,71 @@ def unknown_user_hash() -> str:
     return hash_password(secrets.token_urlsafe(32))
 
 
-def log_in(request: Request, user: User) -> None:
+def log_in(request: Request, session: Session, user: User) -> None:
     # A fresh session at login, so a session fixed before login is worth nothing after:
     # that includes a new CSRF token (the next page carries it).
+    assert user.id is not None
     request.session.clear()
+    token = sessions.start_session(
+        session, user.id, request.headers.get("user-agent", ""), client_address(request)
+    )
     request.session[SESSION_USER_KEY] = user.id
+    request.session[SESSION_TOKEN_KEY] = token
     csrf_token(request)
 
 
-def log_out(request: Request) -> None:
+def log_out(request: Request, session: Session) -> None:
+    token = request.session.get(SESSION_TOKEN_KEY)
+    if isinstance(token, str):
+        # Ended on the server too: a copy of this cookie signs no one in after this.
+        sessions.end_session_by_token(session, token)
     request.session.clear()
 
 
-def optional_user(request: Request, session: SessionDep) -> User | None:
+def _live_session(request: Request, session: Session) -> tuple[User, UserSession] | None:
     user_id = request.session.get(SESSION_USER_KEY)
-    if not isinstance(user_id, int):
+    token = request.session.get(SESSION_TOKEN_KEY)
+    if not isinstance(user_id, int) or not isinstance(token, str):
         return None
-    user = session.get(User, user_id)
-    if user is None or user.disabled:
-        # Disabling a user ends their sessions at their next request.
-        request.session.pop(SESSION_USER_KEY, None)
+    return sessions.live_session(session, user_id, token)
+
+
+def _forget_user(request: Request) -> None:
+    """Drops the user from a cookie whose session has ended. Its CSRF token stays: a form left
+    open in that browser then posts and is sent to log in, rather than refused with a 403."""
+    request.session.pop(SESSION_USER_KEY, None)
+    request.session.pop(SESSION_TOKEN_KEY, None)
+
+
+def optional_user(request: Request, session: SessionDep) -> User | None:
+    """The signed-in user, if the cookie names a session that is live on the server: logged
+    out, ended by a password change or reset, by the admin, or by disabling the user, it is
+    not, whatever the cookie's signature and age say."""
+    found = _live_session(request, session)
+    if found is None:
+        _forget_user(request)
         return None
+    user, record = found
+    sessions.touch_session(session, record)
+    # For CurrentSessionId: the account page marks this session, a password change keeps it.
+    request.state.user_session_id = record.id
     return user
+
+
+async def forget_ended_session(request: Request) -> None:
+    """App-wide dependency: a cookie whose session has ended loses its user before the route
+    runs. The page header, the language setting, card visits and demo runs read the user id
+    from the cookie without asking optional_user; they must not act for a session that ended."""
+    if not isinstance(request.session.get(SESSION_USER_KEY), int):
+        return  # anonymous: nothing to check, and no thread or database needed
+
+    def check() -> bool:
+        # A session of its own, closed at once: a long demo stream must not hold a read open.
+        with Session(request.app.state.engine) as session:
+            return _live_session(request, session) is not None
+
+    if not await run_in_threadpool(check):
+        _forget_user(request)
 
 
 def csrf_token(request: Request) -> str:
@@ -129,6 +179,14 @@ def current_api_user(user: Annotated[User | None, Depends(optional_user)]) -> Us
 
 OptionalUser = Annotated[User | None, Depends(optional_user)]
 CurrentUser = Annotated[User, Depends(current_user)]
+
+
+def current_session_id(request: Request, user: CurrentUser) -> int:
+    """The id of the signed-in request's own session row (optional_user noted it)."""
+    return request.state.user_session_id
+
+
+CurrentSessionId = Annotated[int, Depends(current_session_id)]
 
 
 def admin_user(user: CurrentUser) -> User:

@@ -5,6 +5,7 @@ from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
 import app.accounts.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import app.accounts.sessions  # noqa: F401
 import app.journey.models  # noqa: F401
 import app.live.models  # noqa: F401
 import app.quiz.models  # noqa: F401

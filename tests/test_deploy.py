@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 import yaml
@@ -73,3 +74,21 @@ def test_the_image_runs_unprivileged_with_a_health_check_and_no_secrets() -> Non
     assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in dockerfile
     ignored = (ROOT_DIR / ".dockerignore").read_text().split()
     assert {".env", "data", ".venv", ".git"} <= set(ignored)
+
+
+def test_the_app_trusts_forwarded_headers_from_the_bundled_caddy_alone() -> None:
+    # Issue #25, finding 3: FORWARDED_ALLOW_IPS=* let any client name its own address.
+    compose = _compose("compose.yaml")
+    trusted = compose["services"]["app"]["environment"]["SHARDLAB_TRUSTED_PROXIES"]
+    caddy = compose["services"]["caddy"]["networks"]["default"]["ipv4_address"]
+    assert trusted == f"${{SHARDLAB_TRUSTED_PROXIES:-{caddy}}}"
+    (ipam,) = compose["networks"]["default"]["ipam"]["config"]
+    subnet, dynamic = ipaddress.ip_network(ipam["subnet"]), ipaddress.ip_network(ipam["ip_range"])
+    caddy_address = ipaddress.ip_address(caddy)
+    # On the network, never handed to another container, and not the gateway that a
+    # published port's connections come from.
+    assert caddy_address in subnet and dynamic.subnet_of(subnet)
+    assert caddy_address not in dynamic and caddy != ipam["gateway"]
+    assert "FORWARDED_ALLOW_IPS" not in compose["services"]["app"]["environment"]
+    # uvicorn must not rewrite the client before the app reads the headers itself.
+    assert '"--no-proxy-headers"' in (ROOT_DIR / "Dockerfile").read_text()

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import uvicorn
+import yaml
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.config import ROOT_DIR, Settings
 
 
 def free_port() -> int:
@@ -84,7 +90,14 @@ def serving(app: object, startup_s: float = 30, **config: object) -> Iterator[st
     """The app served by uvicorn on a free port in a thread, for a browser; its base URL."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config)  # type: ignore[arg-type]
+        # The app reads forwarded headers itself (app/proxy_headers.py), as in the image.
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            **{"proxy_headers": False, **config},
+        )  # type: ignore[arg-type]  # fmt: skip
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -98,3 +111,61 @@ def serving(app: object, startup_s: float = 30, **config: object) -> Iterator[st
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def image_command(port: int) -> list[str]:
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", (ROOT_DIR / "Dockerfile").read_text(), re.M)[1])
+    assert cmd[0] == "uvicorn"
+    cmd[cmd.index("--host") + 1], cmd[cmd.index("--port") + 1] = "127.0.0.1", str(port)
+    return [sys.executable, "-m", *cmd]
+
+
+def compose_defaults() -> dict[str, str]:
+    """compose.yaml's environment for the app with nothing set in the shell or .env."""
+    spec = yaml.safe_load((ROOT_DIR / "compose.yaml").read_text())["services"]["app"]
+    env = {}
+    for name, value in spec["environment"].items():
+        match = re.fullmatch(r"\$\{\w+:-(.*)\}", str(value))
+        env[name] = match[1] if match else str(value)
+    return {name: value for name, value in env.items() if value}
+
+
+@contextmanager
+def deployed_server(tmp_path: Path, **settings: str) -> Iterator[str]:
+    """The image's server (its uvicorn command, in a process of its own) on a free port, with
+    compose's environment plus `settings`; its base URL."""
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT_DIR),
+        **compose_defaults(),
+        "SHARDLAB_DATA_DIR": str(tmp_path / "data"),
+        "SHARDLAB_WORKER_SPAWN": "false",
+        "SHARDLAB_WORKER_ADDRESS": f"127.0.0.1:{free_port()}",
+        "SHARDLAB_LOG_FORMAT": "text",
+        **settings,
+    }
+    log_path = tmp_path / "server.log"
+    # cwd: a folder without a .env, so only this environment counts.
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            image_command(port), env=env, cwd=tmp_path, stdout=log, stderr=log
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while not answers(f"{base}/healthz"):
+            assert server.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.25)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import Index, column, func
 from sqlmodel import Field, SQLModel
 
 
@@ -13,6 +14,12 @@ def utc_now() -> datetime:
 
 
 class User(SQLModel, table=True):
+    # "Ada" and "ada" are one name (#25): the database refuses a second spelling, and log-in
+    # looks the name up through the same lower(). SQLite's lower() folds ASCII letters only,
+    # which is all a username may hold (app/accounts/schemas.py Username), so it agrees with
+    # what a person would call the same name. Migration 0013 made the index.
+    __table_args__ = (Index("ix_user_username_lower", func.lower(column("username")), unique=True),)
+
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(index=True, unique=True, max_length=40)
     password_hash: str

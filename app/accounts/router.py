@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import select
+from sqlmodel import func, select
 
 from app.accounts.invites import InviteRefused, invite_problem
 from app.accounts.models import User
@@ -18,6 +18,7 @@ from app.calc.messages import words_of
 from app.config import Settings
 from app.db import SessionDep
 from app.forms import parse_form
+from app.heavy_work import HASHING
 from app.i18n import N_, translate
 from app.language import LANG_CHOICES
 from app.ratelimit import SlidingWindow, client_address, wait_message
@@ -101,8 +102,9 @@ def register_form(request: Request, next: str = "", invite: str = "") -> HTMLRes
 
 
 # Sync routes on purpose: an argon2 hash takes a quarter of a second of CPU, which would
-# stall every other request if it ran on the event loop.
-@router.post("/register", response_class=HTMLResponse)
+# stall every other request if it ran on the event loop; and each takes one of the few
+# hashing slots first (app/heavy_work.py), so a flood of them cannot take every core.
+@router.post("/register", response_class=HTMLResponse, dependencies=[HASHING])
 def register(
     request: Request,
     session: SessionDep,
@@ -133,7 +135,7 @@ def register(
     except (UsernameTaken, InviteRefused) as exc:  # taken or used up since the checks above
         return _form(request, "register", [words_of(exc)], 422, creds.username, next_path, invite)
     log.info("registered user %s (id %s)", user.username, user.id)
-    log_in(request, user)
+    log_in(request, session, user)
     return RedirectResponse(next_path, status_code=303)
 
 
@@ -142,7 +144,7 @@ def login_form(request: Request, next: str = "") -> HTMLResponse:
     return _form(request, "login", [], 200, next_path=_safe_next(next), sent_here=bool(next))
 
 
-@router.post("/login", response_class=HTMLResponse)
+@router.post("/login", response_class=HTMLResponse, dependencies=[HASHING])
 def login(
     request: Request,
     session: SessionDep,
@@ -162,7 +164,10 @@ def login(
         wait = _limiter(request, "login_username").retry_after_s(username.lower())
     if wait:
         return _too_many(request, "login", wait, N_("log-in attempts"), username, next_path)
-    user = session.exec(select(User).where(User.username == username)).first()
+    # One name whatever its case, through the same lower() as the unique index (User).
+    user = session.exec(
+        select(User).where(func.lower(User.username) == func.lower(username))
+    ).first()
     known_hash = user.password_hash if user is not None else unknown_user_hash()
     if not verify_password(password, known_hash) or user is None:
         _limiter(request, "login_username").record(username.lower())
@@ -173,13 +178,13 @@ def login(
     if user.disabled:
         message = N_("This account is disabled: ask the admin of this server")
         return _form(request, "login", [message], 403, username, next_path)
-    log_in(request, user)
+    log_in(request, session, user)
     return RedirectResponse(next_path, status_code=303)
 
 
 @router.post("/logout")
-def logout(request: Request) -> RedirectResponse:
-    log_out(request)
+def logout(request: Request, session: SessionDep) -> RedirectResponse:
+    log_out(request, session)
     return RedirectResponse("/", status_code=303)
 
 

@@ -32,6 +32,7 @@ def create_account(
         if invite_code is not None:
             redeem_invite(session, invite_code, user)
     except IntegrityError:
+        # The name, or one that differs only in case (the index on lower(username), User).
         session.rollback()
         raise UsernameTaken(N_("Username: already taken, pick another")) from None
     except InviteRefused:

@@ -26,6 +26,7 @@ from app.admin.backup import (
     integrity_problem,
     restore_database,
 )
+from app.admin.repair import repair_progress, report
 from app.config import Settings
 from app.db import make_engine, migrate
 
@@ -227,6 +228,15 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_repair_progress(args: argparse.Namespace, settings: Settings) -> int:
+    def action(session: Session) -> int:
+        mended = repair_progress(session, dry_run=args.dry_run)
+        print("\n".join(report(session, mended, args.dry_run)))
+        return 0
+
+    return _with_session(settings, action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app.admin",
@@ -310,6 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     cmd = add("check", cmd_check, "run SQLite's integrity check on the database or a backup")
     cmd.add_argument("path", nargs="?", type=Path, help="a file (default: the live database)")
+    cmd = add(
+        "repair-progress",
+        cmd_repair_progress,
+        "mend stored quiz schedules that the progress import would refuse (they break their "
+        "learner's pages); prints what it found and fixed, per user",
+    )
+    cmd.add_argument("--dry-run", action="store_true", help="report what is broken; change nothing")
     return parser
 
 

@@ -17,6 +17,7 @@ from app.admin import service
 from app.db import SessionDep, get_row
 from app.errors import is_htmx
 from app.i18n import N_
+from app.live.queue import QueueEntry
 from app.live.worker_client import WorkerUnavailable
 from app.security import AdminUser
 from app.templating import templates
@@ -59,6 +60,7 @@ async def admin_page(request: Request, admin: AdminUser, session: SessionDep) ->
         "admin/index.html",
         {
             "worker": worker,
+            "queue_entries": _queue_entries(request),
             **tables,
             "registration": request.app.state.settings.registration,
             "max_days": MAX_DAYS,
@@ -92,6 +94,23 @@ def set_user_disabled(
     )
     if is_htmx(request):
         return templates.TemplateResponse(request, "admin/_user_row.html", {"u": user})
+    return RedirectResponse("/admin", status_code=303)
+
+
+@router.post("/users/{user_id}/sessions/end", response_class=HTMLResponse)
+def sign_user_out_everywhere(
+    request: Request, user_id: int, admin: AdminUser, session: SessionDep
+) -> Response:
+    """Ends every session of the user: for a lost device or a leaked cookie. The admin's own
+    included, if they pick their own row."""
+    user = get_row(session, User, user_id)
+    if user is None:
+        raise HTTPException(404, N_("no such user"))
+    ended = service.sign_out_everywhere(session, user)
+    log.info("admin %s signed %s out of %d sessions", admin.username, user.username, ended)
+    if is_htmx(request):
+        context = {"u": user, "sessions_ended": ended}
+        return templates.TemplateResponse(request, "admin/_user_row.html", context)
     return RedirectResponse("/admin", status_code=303)
 
 
@@ -134,4 +153,34 @@ def revoke_invite(
             "admin/_invite_row.html",
             {"i": listing, "register_url": _register_url(request)},
         )
+    return RedirectResponse("/admin", status_code=303)
+
+
+def _queue_entries(request: Request) -> list[QueueEntry]:
+    queue = getattr(request.app.state, "demo_queue", None)
+    return queue.entries if queue is not None else []
+
+
+@router.post("/queue/{entry_id}/cancel", response_class=HTMLResponse)
+async def cancel_queued_run(
+    request: Request, entry_id: int, admin: AdminUser, session: SessionDep
+) -> Response:
+    """Takes a waiting run out of the line, or stops the running one's job. Async: the line
+    lives on the event loop (app/live/queue.py)."""
+    entry = request.app.state.demo_queue.cancel(entry_id)
+    if entry is None:
+        raise HTTPException(404, N_("no such run in the demo queue (it may have finished)"))
+    state = "running" if entry.running else "waiting"
+    owner = entry.owner
+    log.info(
+        "admin %s cancelled %s %s run %d of %s from %s",
+        admin.username, state, entry.demo, entry.id, owner.account, owner.address,
+    )  # fmt: skip
+    if is_htmx(request):
+        users = await run_in_threadpool(service.all_users, session)
+        context = {
+            "queue_entries": _queue_entries(request),
+            "usernames": {u.id: u.username for u in users},
+        }
+        return templates.TemplateResponse(request, "admin/_queue.html", context)
     return RedirectResponse("/admin", status_code=303)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pydantic import ValidationError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
-from app.accounts import invites
+from app.accounts import invites, sessions
 from app.accounts.models import Invite, User
 from app.accounts.schemas import LABELS, Credentials
 from app.accounts.service import UsernameTaken, create_account
@@ -34,15 +34,21 @@ def create_user(session: Session, username: str, password: str, is_admin: bool =
 
 
 def find_user(session: Session, username: str) -> User:
-    user = session.exec(select(User).where(User.username == username.strip())).first()
+    # Whatever its case, as log-in finds it: the unique index is on lower(username) (User).
+    typed = username.strip()
+    user = session.exec(select(User).where(func.lower(User.username) == func.lower(typed))).first()
     if user is None:
         raise AdminError(f"no user called {username!r}")
     return user
 
 
 def set_disabled(session: Session, user: User, disabled: bool) -> User:
+    assert user.id is not None
     user.disabled = disabled
     session.add(user)
+    if disabled:
+        # Ended for good: enabling the user again brings none of them back.
+        sessions.end_all_sessions(session, user.id)
     session.commit()
     session.refresh(user)
     return user
@@ -57,12 +63,23 @@ def set_admin(session: Session, user: User, is_admin: bool) -> User:
 
 
 def reset_password(session: Session, user: User, password: str) -> User:
+    assert user.id is not None
     creds = _credentials(user.username, password)
     user.password_hash = hash_password(creds.password)
     session.add(user)
+    # A reset is for a lost or leaked password: whoever used the old one is signed out.
+    sessions.end_all_sessions(session, user.id)
     session.commit()
     session.refresh(user)
     return user
+
+
+def sign_out_everywhere(session: Session, user: User) -> int:
+    """Ends every session of `user`; how many were live."""
+    assert user.id is not None
+    ended = sessions.end_all_sessions(session, user.id)
+    session.commit()
+    return ended
 
 
 def find_invite(session: Session, code_or_id: str) -> Invite:

@@ -142,9 +142,16 @@ def _degree(description: str = "") -> Any:
     return Field(ge=1, le=MAX_GPUS, description=description)
 
 
-class PlannerQuery(ModelQuery):
+class PlannerInputs(ModelQuery):
     """Everything the planner takes: a model (a preset, or shape fields given instead), the
-    cluster, the batch and the token budget; optionally one layout to explain ("why not")."""
+    cluster, the batch and the token budget; optionally one layout to explain ("why not").
+
+    Checked here only for what is cheap to check. The rest (a batch of no whole number of
+    sequences, a layout the cluster cannot hold, ...) shows only when the planner searches,
+    which takes seconds for the largest models: PlannerQuery checks it as it validates, and
+    the JSON API, whose inputs FastAPI validates on the event loop, asks search_problems in
+    its route's thread instead (issue #25: a search in a validator held every other page).
+    """
 
     run: RunName | None = Field(
         None, description="a published run: its model, cluster, batch and layout"
@@ -224,7 +231,7 @@ class PlannerQuery(ModelQuery):
         return filled
 
     @model_validator(mode="after")
-    def _consistent(self) -> PlannerQuery:
+    def _consistent(self) -> PlannerInputs:
         problems = self.shape_problems(self.model())
         try:
             self.performance_profile()
@@ -240,20 +247,23 @@ class PlannerQuery(ModelQuery):
         if sequences > MAX_SEQUENCES:
             template = N_("The global batch must be at most %(most)s sequences (here %(n)s)")
             problems.append(Message(template, most=f"{MAX_SEQUENCES:,}", n=f"{sequences:,}"))
-        if not problems:
-            # The planner's own checks (a batch that is no whole number of sequences, ...)
-            # become messages here, never a failure later.
-            try:
-                self.plan()
-                self.why_not()
-            except ValueError as exc:
-                problems.append(sentence(words_of(exc)))
-            except ArithmeticError as exc:  # numbers so extreme the costs overflow
-                template = N_("These inputs are beyond what the planner can cost (%(error)s)")
-                problems.append(Message(template, error=str(exc)))
         if problems:
             raise ValueError(Message.join("; ", problems))
         return self
+
+    def search_problems(self) -> Message | None:
+        """What the planner's own checks refuse (a batch that is no whole number of sequences,
+        ...), as a message, never a failure later; None when it searches. Searches, so slow
+        the first time for a large model (the plan is cached)."""
+        try:
+            self.plan()
+            self.why_not()
+        except ValueError as exc:
+            return sentence(words_of(exc))
+        except ArithmeticError as exc:  # numbers so extreme the costs overflow
+            template = N_("These inputs are beyond what the planner can cost (%(error)s)")
+            return Message(template, error=str(exc))
+        return None
 
     @property
     def gpu_type(self) -> GpuType:
@@ -336,6 +346,17 @@ class PlannerQuery(ModelQuery):
     def why_not(self) -> WhyNot | None:
         layout = self.layout()
         return None if layout is None else why_not(self.plan(), layout)
+
+
+class PlannerQuery(PlannerInputs):
+    """The planner's inputs, checked in full: valid only if the planner can search them."""
+
+    @model_validator(mode="after")
+    def _searchable(self) -> PlannerQuery:
+        problem = self.search_problems()
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 @lru_cache(maxsize=64)
@@ -440,7 +461,7 @@ def _why_not_data(why: WhyNot, say: Say) -> dict[str, Any]:
     }
 
 
-def published_data(query: PlannerQuery, say: Say = str) -> dict[str, Any] | None:
+def published_data(query: PlannerInputs, say: Say = str) -> dict[str, Any] | None:
     """The run the query names: its figure beside the planner's for the published layout, the
     ratio and its band, the rule the layout breaks with equal stages, and where it ranks."""
     run = query.published_run
@@ -473,7 +494,7 @@ def published_data(query: PlannerQuery, say: Say = str) -> dict[str, Any] | None
     return data
 
 
-def chosen_cost(query: PlannerQuery) -> LayoutCost | None:
+def chosen_cost(query: PlannerInputs) -> LayoutCost | None:
     """The layout whose breakdown is shown: the one the query names if it breaks no rule,
     else the best."""
     why = query.why_not()
@@ -482,7 +503,7 @@ def chosen_cost(query: PlannerQuery) -> LayoutCost | None:
     return query.plan().best
 
 
-def planner_result(query: PlannerQuery, say: Say = str) -> dict[str, Any]:
+def planner_result(query: PlannerInputs, say: Say = str) -> dict[str, Any]:
     """The planner's full answer as plain data: what the API returns and `--json` prints.
 
     Its words (the rules, why a layout is refused or slower) in English; a page passes `say`

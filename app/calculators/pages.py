@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
+from app.heavy_work import heavy_work_slot
 from app.journey.visits import record_visit
 from app.templating import templates
 
@@ -25,9 +26,14 @@ def share_url(path: str, values: Mapping[str, object]) -> str:
     return f"{path}?{urlencode(encoded)}"
 
 
-def add_calculator_pages(router: APIRouter, path: str, name: str, context: Context) -> None:
+def add_calculator_pages(
+    router: APIRouter, path: str, name: str, context: Context, heavy: bool = False
+) -> None:
     """`GET path` renders calculators/<name>.html; `GET path/result` renders the
-    calculators/_<name>_result.html fragment and points the address bar at the inputs."""
+    calculators/_<name>_result.html fragment and points the address bar at the inputs.
+
+    `heavy`: the context computes for long (the planner's search), so each page holds one of
+    the few heavy-work slots while it does (app/heavy_work.py)."""
 
     def page(request: Request) -> HTMLResponse:
         record_visit(request)
@@ -53,4 +59,5 @@ def add_calculator_pages(router: APIRouter, path: str, name: str, context: Conte
             response_class=HTMLResponse,
             include_in_schema=False,
             name=f"{name}_{suffix}",
+            dependencies=[Depends(heavy_work_slot)] if heavy else None,
         )

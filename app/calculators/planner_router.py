@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
 from app.calc.links import LINKS
@@ -17,6 +18,7 @@ from app.calc.planner_query import (
     LAYOUT_FIELDS,
     RUN_FIELDS,
     RUN_PRESETS,
+    PlannerInputs,
     PlannerQuery,
     planner_result,
 )
@@ -38,6 +40,7 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
+from app.heavy_work import HeavyWorkSlot
 from app.i18n import N_
 
 router = APIRouter()
@@ -266,11 +269,25 @@ def planner_context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "planner", planner_context)
+add_calculator_pages(router, PAGE, "planner", planner_context, heavy=True)
 
 
+def searched(inputs: PlannerInputs, where: str) -> PlannerResult:
+    """The planner's answer, or a 422 like the one FastAPI gives for a field (loc: `where`)
+    for inputs the planner's own checks refuse. Called in the route's thread, as it searches."""
+    problem = inputs.search_problems()
+    if problem is not None:
+        error = {"type": "value_error", "loc": (where,), "msg": f"Value error, {problem}",
+                 "input": inputs.model_dump(exclude_unset=True)}  # fmt: skip
+        raise RequestValidationError([error])
+    return PlannerResult.model_validate(planner_result(inputs))
+
+
+# The API takes PlannerInputs, not PlannerQuery: FastAPI validates a route's inputs on the event
+# loop, and PlannerQuery's validation searches (seconds for the largest models). The search runs
+# in the route's thread, holding one of the few heavy-work slots (app/heavy_work.py).
 @router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
-def planner_api(query: Annotated[PlannerQuery, Query()]) -> PlannerResult:
+def planner_api(query: Annotated[PlannerInputs, Query()], _: HeavyWorkSlot) -> PlannerResult:
     """Every valid dp x tp x pp x cp x ep layout of a model on a cluster, ranked by step time.
 
     Returns the fitting layouts fastest first (`top` of them), the Pareto front of step time
@@ -286,10 +303,10 @@ def planner_api(query: Annotated[PlannerQuery, Query()]) -> PlannerResult:
     communication alpha-beta over the links each group is placed on (Megatron-Core's
     tp-cp-ep-dp-pp order), the bubble from the schedules' closed forms.
     """
-    return PlannerResult.model_validate(planner_result(query))
+    return searched(query, "query")
 
 
 @router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
-def planner_api_post(query: PlannerQuery) -> PlannerResult:
+def planner_api_post(query: PlannerInputs, _: HeavyWorkSlot) -> PlannerResult:
     """The same as GET /api/calc/planner, with the inputs as a JSON body."""
-    return PlannerResult.model_validate(planner_result(query))
+    return searched(query, "body")

@@ -12,6 +12,7 @@ and a finished run's raw rows, one per rank per step (app/live/raw_rows.py):
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
@@ -29,14 +30,23 @@ from app.forms import parse_form, query_inputs
 from app.i18n import N_, gettext, say
 from app.language import request_language
 from app.live.demo_page import DemoPage
+from app.live.job_cost import estimated_cost_s
 from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
-from app.live.queue import JobQueue, QueueBusy
+from app.live.queue import (
+    JobQueue,
+    Owner,
+    QueueBusy,
+    QueueCancelled,
+    QueueEntry,
+    until_cancelled,
+)
 from app.live.raw_rows import measurement_rows, rows_csv, rows_json
 from app.live.runs import finish_run, get_run, start_run
 from app.live.verdict import reason_lines, tally
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
+from app.security import SESSION_CSRF_KEY, SESSION_USER_KEY
 from app.templating import templates
 from demos.specs import DEMO_COLLECTIVES
 from demos.specs._devices import job_problem
@@ -54,12 +64,18 @@ def _queue(request: Request) -> JobQueue:
     return request.app.state.demo_queue
 
 
-def _owner(request: Request) -> str:
-    """Who holds a place in the line: the signed-in user, else the client's address."""
-    user_id = request.session.get("user_id")
-    if user_id is not None:
-        return f"user:{user_id}"
-    return f"address:{client_address(request)}"
+def _owner(request: Request) -> Owner:
+    """Whose place a run takes: its account (the signed-in user, else this browser's session,
+    else the address) and its client address."""
+    address = client_address(request)
+    user_id = request.session.get(SESSION_USER_KEY)
+    if isinstance(user_id, int):
+        return Owner(f"user:{user_id}", address, user_id)
+    session_token = request.session.get(SESSION_CSRF_KEY)
+    if isinstance(session_token, str):
+        # A digest: the token is the session's CSRF secret.
+        return Owner(f"session:{hashlib.sha256(session_token.encode()).hexdigest()[:16]}", address)
+    return Owner(f"address:{address}", address)
 
 
 def _render(request: Request, template: str, **context: Any) -> str:
@@ -86,6 +102,8 @@ def _errors(request: Request, errors: list[str], status_code: int) -> HTMLRespon
 
 # A run takes seconds and a worker restarts in a few; the 503 page says "in a minute".
 RETRY_AFTER = {"Retry-After": "60"}
+# Kept in English with the run; said in the reader's language on the page.
+CANCELLED_BY_ADMIN = N_("cancelled by the admin")
 
 
 def _unavailable(request: Request, message: str) -> HTMLResponse:
@@ -279,7 +297,7 @@ def add_demo_routes(page: DemoPage) -> None:
         if params is None:
             return _errors(request, errors, 422)
         try:
-            _queue(request).check(_owner(request))
+            _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
         except QueueBusy as exc:
             return _unavailable(request, str(exc))
         await ensure_worker(request)
@@ -306,8 +324,9 @@ def add_demo_routes(page: DemoPage) -> None:
         }
         return templates.TemplateResponse(request, f"demos/_{page.demo}_run.html", context)
 
-    def checked_params(request: Request) -> BaseModel:
-        """The stream's parameters, checked before any byte of the stream is sent."""
+    async def checked_params(request: Request) -> BaseModel:
+        """The stream's parameters, checked before any byte of the stream is sent. Async, so
+        the line is read on the event loop that changes it (app/live/queue.py)."""
         query = {k: v for k, v in query_inputs(request).items() if v != ""}
         try:
             params = page.params.model_validate(query)
@@ -315,7 +334,7 @@ def add_demo_routes(page: DemoPage) -> None:
             errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
             raise RequestValidationError(errors) from exc
         try:
-            _queue(request).check(_owner(request))
+            _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
         except QueueBusy as exc:
             raise HTTPException(503, str(exc), headers=RETRY_AFTER) from exc
         count_demo_launch(request)  # only a launch that will run counts
@@ -336,19 +355,25 @@ def add_demo_routes(page: DemoPage) -> None:
 
     async def relay(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
         queue = _queue(request)
+        cost_s = estimated_cost_s(page.demo, params)
         try:
-            async with queue.place(_owner(request)) as ahead:
-                if ahead:
+            async with queue.place(_owner(request), page.demo, cost_s) as entry:
+                async for ahead in queue.turns(entry):
                     queued = gettext("Queued: %(ahead)s run(s) ahead of this one…")
                     yield _status(request, queued % {"ahead": ahead})
-                async for event in run_and_record(request, params):
+                async for event in run_and_record(request, params, entry):
                     yield event
         except QueueBusy as exc:
             yield _failure(request, str(exc))
             yield _status(request, gettext("Not started."))
+        except QueueCancelled:
+            yield _failure(request, gettext(CANCELLED_BY_ADMIN))
+            yield _status(request, gettext("Not started."))
         yield ServerSentEvent(event="done", data="done")
 
-    async def run_and_record(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
+    async def run_and_record(
+        request: Request, params: BaseModel, entry: QueueEntry
+    ) -> AsyncIterable[ServerSentEvent]:
         engine = request.app.state.engine
         user_id = request.session.get("user_id")
         run_id = await asyncio.to_thread(start_run, engine, page.demo, params.model_dump(), user_id)
@@ -357,8 +382,9 @@ def add_demo_routes(page: DemoPage) -> None:
         outcome, message, backend = "cancelled", None, None
         await ensure_worker(request)
         events = _client(request).run(page.demo, params.model_dump())
+        watched = until_cancelled(entry, events)
         try:
-            async for event in events:
+            async for event in watched:
                 kind = event.get("event")
                 if kind == "accepted":
                     backend = str(event["backend"])
@@ -374,6 +400,11 @@ def add_demo_routes(page: DemoPage) -> None:
                     outcome = "done"
                 for shown in view.render(event):
                     yield shown
+            if outcome == "cancelled" and entry.cancelled.is_set():
+                message = CANCELLED_BY_ADMIN
+                log.info("%s demo cancelled by the admin", page.demo)
+                yield _failure(request, gettext(CANCELLED_BY_ADMIN))
+                yield _status(request, gettext("Cancelled."))
         except WorkerUnavailable as exc:
             outcome, message = "failed", str(exc)
             log.warning("%s demo lost the worker: %s", page.demo, message)
@@ -382,6 +413,7 @@ def add_demo_routes(page: DemoPage) -> None:
             yield _status(request, gettext("Failed."))
             await restart_worker(request, reason=message)
         finally:
+            await watched.aclose()
             await events.aclose()
             await asyncio.to_thread(
                 finish_run, engine, run_id, outcome, recorded, view.world_size, backend, message

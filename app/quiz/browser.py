@@ -65,7 +65,10 @@ def state_name(state: ItemState | None, mark: ItemMark | None) -> str:
         return "suspended"
     if state is None:
         return "new"
-    return _FSRS_STATES.get(int(state.fsrs_card.get("state", 1)), "learning")
+    # A card stored before imports were checked may hold anything (app.admin repair-progress
+    # mends it); the list names it "learning" rather than failing.
+    code = state.fsrs_card.get("state", 1)
+    return _FSRS_STATES.get(code if isinstance(code, int) else 1, "learning")
 
 
 def marks_of(session: Session, user_id: int) -> dict[str, ItemMark]:

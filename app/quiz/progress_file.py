@@ -10,7 +10,6 @@ the review settings were exported, import as they did.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -18,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from fsrs import Card
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -40,6 +40,7 @@ from app.quiz.models import (
     QuizAttempt,
     ReviewSettings,
 )
+from app.quiz.stored_cards import card_id_for, checked_card, repaired_card
 
 Row = TypeVar("Row")
 
@@ -55,6 +56,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _in_utc(value: datetime) -> datetime:
+    # The database keeps times in UTC: a time of year 1 or 9999 whose offset takes it off the
+    # calendar there could not be stored, and failed the import with a 500 (issue #25).
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time is off the calendar once in UTC") from None
+
+
+FileTime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+
+
 class ExportedState(_Strict):
     item_id: Annotated[str, Field(min_length=1, max_length=100)]
     fsrs_card: dict[str, Any]
@@ -64,26 +77,11 @@ class ExportedState(_Strict):
     @field_validator("fsrs_card")
     @classmethod
     def _a_real_fsrs_card(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            card = Card.from_dict(value)  # type: ignore[arg-type]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not an FSRS card ({exc.__class__.__name__}: {exc})") from exc
         # What the scheduler and the pages compute with must be what FSRS itself writes: a
         # naive date, a negative stability or a fractional step imported once made every page
-        # that reads the schedule fail from then on (issue #25).
-        if card.due.tzinfo is None:
-            raise ValueError("the FSRS card's due date needs a time zone")
-        if card.last_review is not None and card.last_review.tzinfo is None:
-            raise ValueError("the FSRS card's last_review needs a time zone")
-        if card.stability is not None and not (math.isfinite(card.stability)
-                                               and card.stability > 0):  # fmt: skip
-            raise ValueError("the FSRS card's stability must be a positive number")
-        if card.difficulty is not None and not 1 <= card.difficulty <= 10:
-            raise ValueError("the FSRS card's difficulty must be between 1 and 10")
-        step = value.get("step")
-        if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
-            raise ValueError("the FSRS card's step must be a whole number, 0 or more, or null")
-        return card.to_dict()
+        # that reads the schedule fail from then on (issue #25). The rules are shared with the
+        # pages and the admin's repair-progress, which mend cards stored before them.
+        return checked_card(value).to_dict()
 
 
 class ExportedAttempt(_Strict):
@@ -98,14 +96,14 @@ class ExportedAttempt(_Strict):
     correct: bool
     rating: Annotated[int, Field(ge=1, le=4)] | None
     duration_ms: Annotated[int, Field(ge=0)] | None
-    created_at: AwareDatetime
+    created_at: FileTime
 
 
 class ExportedGoal(_Strict):
     # Any date: a goal exported before its interview is still the learner's once it has passed.
     interview_date: date
     minutes_per_day: Annotated[int, Field(ge=MIN_MINUTES_PER_DAY, le=MAX_MINUTES_PER_DAY)]
-    updated_at: AwareDatetime
+    updated_at: FileTime
 
 
 class ExportedDesign(_Strict):
@@ -114,7 +112,7 @@ class ExportedDesign(_Strict):
     score: Annotated[float, Field(ge=0, le=1)]
     verdict: Verdict
     rules: list[str]
-    created_at: AwareDatetime
+    created_at: FileTime
 
     @field_validator("rules")
     @classmethod
@@ -138,13 +136,13 @@ class ExportedDesign(_Strict):
 
 class ExportedReviewSettings(_Strict):
     new_per_day: Annotated[int, Field(ge=MIN_NEW_PER_DAY, le=MAX_NEW_PER_DAY)]
-    updated_at: AwareDatetime
+    updated_at: FileTime
 
 
 class ProgressFile(_Strict):
     format: Literal["shardlab-progress"]
     version: Literal[1, 2]
-    exported_at: AwareDatetime
+    exported_at: FileTime
     states: Annotated[list[ExportedState], Field(max_length=MAX_STATES)]
     attempts: Annotated[list[ExportedAttempt], Field(max_length=MAX_ATTEMPTS)]
     goal: ExportedGoal | None = None  # absent from version 1; null when no goal was set
@@ -185,13 +183,21 @@ def export_progress(session: Session, user_id: int) -> dict[str, Any]:
         exported_settings = ExportedReviewSettings(
             new_per_day=settings.new_per_day, updated_at=settings.updated_at
         )
+    now = datetime.now(UTC)
     data = ProgressFile(
         format=FORMAT,
         version=VERSION,
-        exported_at=datetime.now(UTC),
+        exported_at=now,
+        # A card stored before the import checked them goes out as the pages read it, repaired
+        # (issue #25, finding 7): as stored it would fail the file's own check.
         states=[
             ExportedState(
-                item_id=s.item_id, fsrs_card=s.fsrs_card, reviews=s.reviews, lapses=s.lapses
+                item_id=s.item_id,
+                fsrs_card=repaired_card(
+                    s.fsrs_card, card_id_for(user_id, s.item_id), now
+                ).card.to_dict(),
+                reviews=s.reviews,
+                lapses=s.lapses,
             )
             for s in states
         ],  # fmt: skip

@@ -15,6 +15,7 @@ from starlette.datastructures import UploadFile
 
 from app.db import SessionDep
 from app.forms import SubmittedForm, parse_form
+from app.heavy_work import HeavyWorkSlot
 from app.i18n import N_, gettext
 from app.language import request_language
 from app.quiz.layouts import scenario_fields
@@ -101,7 +102,7 @@ def progress_settings(
 
 
 @router.get("/progress/export")
-def progress_export(user: CurrentUser, session: SessionDep) -> Response:
+def progress_export(user: CurrentUser, session: SessionDep, _: HeavyWorkSlot) -> Response:
     assert user.id is not None
     body = json.dumps(export_progress(session, user.id), indent=1)
     name = f"shardlab-progress-{user.username}-{datetime.now(UTC):%Y%m%d}.json"
@@ -128,6 +129,7 @@ def progress_import(
     user: CurrentUser,
     session: SessionDep,
     raw: Annotated[bytes | None, Depends(uploaded_file)],
+    _: HeavyWorkSlot,
 ) -> HTMLResponse:
     if raw is None:
         problem = gettext("choose a file to import")

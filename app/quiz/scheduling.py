@@ -10,6 +10,8 @@ from typing import Any
 
 from fsrs import Card, Rating, Scheduler
 
+from app.quiz.stored_cards import repaired_card
+
 # Fuzzing spreads due dates randomly; off, so the same answers always schedule the same way.
 SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
 
@@ -48,4 +50,8 @@ def preview(card: Card, now: datetime) -> dict[Rating, datetime]:
 
 def recall_probability(card_dict: dict[str, Any], now: datetime | None = None) -> float:
     """FSRS retrievability: the predicted chance of recalling the item now (0 if never seen)."""
-    return SCHEDULER.get_card_retrievability(Card.from_dict(card_dict), now or datetime.now(UTC))
+    now = now or datetime.now(UTC)
+    # Read as repaired, so one broken stored card cannot fail every page that shows progress
+    # (issue #25, finding 7); the card id plays no part in recall.
+    card = repaired_card(card_dict, card_id=0, now=now).card
+    return SCHEDULER.get_card_retrievability(card, now)

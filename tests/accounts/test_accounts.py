@@ -1,4 +1,4 @@
-"""Register, log in, log out: argon2 hashes, a signed cookie holding the user id and a token."""
+"""Register, log in, log out: argon2 hashes, a signed cookie holding the user id and tokens."""
 
 from __future__ import annotations
 
@@ -29,11 +29,14 @@ def test_register_logs_in_and_stores_an_argon2_hash(client: TestClient) -> None:
     assert "correct horse" not in user.password_hash
 
 
-def test_session_cookie_holds_only_the_user_id_and_the_csrf_token(client: TestClient) -> None:
+def test_session_cookie_holds_the_user_id_the_session_token_and_the_csrf_token(
+    client: TestClient,
+) -> None:
     register(client)
     payload = _session_payload(client)
-    assert set(payload) == {"user_id", "csrf"}
+    assert set(payload) == {"user_id", "session_token", "csrf"}
     assert payload["user_id"] == 1 and len(payload["csrf"]) >= 40
+    assert len(payload["session_token"]) >= 40  # 32 random bytes, URL-safe base64
 
 
 def test_log_out_then_log_in_again(client: TestClient) -> None:

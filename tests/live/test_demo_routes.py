@@ -8,10 +8,8 @@ import json
 import os
 import re
 import signal
-import threading
 import time
 
-import anyio
 import pytest
 from fastapi.testclient import TestClient
 
@@ -136,30 +134,6 @@ def test_a_finished_run_is_kept_and_replays_from_its_share_link(app_client: Test
 def test_an_unknown_run_is_a_404(app_client: TestClient) -> None:
     assert app_client.get("/demos/runs/no-such-run").status_code == 404
     assert app_client.get("/demos/runs/no-such-run/events").status_code == 404
-
-
-def test_a_second_run_from_the_same_person_while_one_runs_is_refused(
-    app_client: TestClient,
-) -> None:
-    queue = app_client.app.state.demo_queue
-    holding, release = threading.Event(), threading.Event()
-
-    async def hold_a_place() -> None:
-        async with queue.place("address:testclient"):
-            holding.set()
-            await anyio.to_thread.run_sync(release.wait)
-
-    future = app_client.portal.start_task_soon(hold_a_place)
-    try:
-        assert holding.wait(5)
-        response = app_client.get("/demos/all-reduce/run", params={"size_mib": 1, "iterations": 1})
-        assert response.status_code == 503
-        assert "already have a demo running" in response.text
-        stream = app_client.get("/demos/all-reduce/stream", params={"size_mib": 1, "iterations": 1})
-        assert stream.status_code == 503
-    finally:
-        release.set()
-        future.result(5)
 
 
 def test_demo_launches_are_rate_limited_per_address(app_client: TestClient) -> None:

@@ -224,3 +224,14 @@ def test_a_mock_interview_draws_no_suspended_item(quiz_client: TestClient) -> No
         (mock,) = session.exec(select(MockInterview)).all()
     assert sorted(q["item_id"] for q in mock.questions) == ["fx-generated", "fx-multiple",
                                                             "fx-numeric"]  # fmt: skip
+
+
+def test_a_stored_card_of_unknown_state_is_listed_not_a_failure() -> None:
+    # Rows written before imports were checked may hold anything (issue #25, finding 7).
+    from app.quiz.browser import state_name
+    from app.quiz.models import ItemState
+
+    for stored in ({"state": "2"}, {"state": None}, {"state": 9}, {}):
+        state = ItemState(user_id=1, item_id="x", fsrs_card=stored)
+        assert state_name(state, None) == "learning"
+    assert state_name(ItemState(user_id=1, item_id="x", fsrs_card={"state": 2}), None) == "review"

@@ -1,0 +1,103 @@
+"""A bound on CPU-heavy requests, so that a few of them cannot hold every other page (issue
+#25, finding 1).
+
+The work itself runs in the thread pool, off the event loop, but CPython runs one thread at a
+time: every thread that computes takes turns with the event loop, so each one more slows every
+other request. Hence at most `slots` heavy requests compute at once (the planner's search, a
+progress import or export: see HeavyWorkSlot where routes take it); another waits for a slot
+on the event loop, holding no thread, for at most `wait_s`, and is then told to try again
+(503 with Retry-After). A line longer than `max_waiting` is refused at once, so a flood of
+heavy requests costs the server no more than a few waiting coroutines.
+
+Password hashing (argon2) has its own bound: it runs in C and lets other threads run, but each
+hash takes 64 MiB and most of a core, and a flood of log-ins would take every core and a
+gigabyte or more.
+
+The calibrator's fits are bounded in app/calculators/calibration_view.py (two at a time,
+refused rather than queued, as one can take half a minute).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+import anyio
+from fastapi import Depends, Request
+from starlette.exceptions import HTTPException
+
+from app.i18n import gettext
+
+# The longest a cold search of the largest model takes on one core is about 3 s: a request
+# behind one such search gets its slot in time.
+HEAVY_WAIT_S = 10.0
+HEAVY_MAX_WAITING = 16
+
+
+class ServerBusy(HTTPException):
+    """503: every slot is taken and the wait ran out (or the line is full)."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        detail = gettext(
+            "The server is busy with other heavy requests just now: try again in a few seconds."
+        )
+        super().__init__(503, detail, headers={"Retry-After": str(math.ceil(retry_after_s))})
+
+
+class HeavyWork:
+    """At most `slots` holders at once; waiters wait in order, each up to `wait_s`.
+
+    Made in the app's lifespan, on the event loop its waiters run on."""
+
+    def __init__(self, slots: int, wait_s: float, max_waiting: int) -> None:
+        self.slots = slots
+        self.wait_s = wait_s
+        self.max_waiting = max_waiting
+        self._semaphore = anyio.Semaphore(slots)
+        self.waiting = 0
+
+    @property
+    def running(self) -> int:
+        return self.slots - self._semaphore.value
+
+    async def acquire(self) -> None:
+        if self._semaphore.value == 0 and self.waiting >= self.max_waiting:
+            raise ServerBusy(self.wait_s)
+        self.waiting += 1
+        try:
+            with anyio.move_on_after(self.wait_s) as waited:
+                await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        if waited.cancelled_caught:
+            raise ServerBusy(self.wait_s)
+
+    def release(self) -> None:
+        self._semaphore.release()
+
+
+@asynccontextmanager
+async def held(work: HeavyWork) -> AsyncIterator[None]:
+    await work.acquire()
+    try:
+        yield
+    finally:
+        work.release()
+
+
+async def heavy_work_slot(request: Request) -> AsyncIterator[None]:
+    async with held(request.app.state.heavy_work):
+        yield
+
+
+async def hashing_slot(request: Request) -> AsyncIterator[None]:
+    async with held(request.app.state.hashing):
+        yield
+
+
+# Route parameters for the routes that compute, and the dependency of those that hash: taken
+# on the event loop before the route's thread starts, so a waiting request holds no thread.
+HeavyWorkSlot = Annotated[None, Depends(heavy_work_slot)]
+HASHING = Depends(hashing_slot)
