@@ -20,6 +20,7 @@ refused rather than queued, as one can take half a minute).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
@@ -29,71 +30,109 @@ from fastapi import Depends, Request
 from starlette.exceptions import HTTPException
 
 from app.i18n import gettext
+from app.ratelimit import client_address
 
 # The longest a cold search of the largest model takes on one core is about 3 s: a request
 # behind one such search gets its slot in time.
 HEAVY_WAIT_S = 10.0
 HEAVY_MAX_WAITING = 16
+# A second tab, or two people behind one router; a third heavy request from one address
+# while two are running or waiting is refused at once.
+HEAVY_PER_ADDRESS = 2
 
 
 class ServerBusy(HTTPException):
-    """503: every slot is taken and the wait ran out (or the line is full)."""
+    """503: every slot is taken and the wait ran out, the line is full, or (`yours`) this
+    client address already holds its share of places."""
 
-    def __init__(self, retry_after_s: float) -> None:
-        detail = gettext(
-            "The server is busy with other heavy requests just now: try again in a few seconds."
-        )
+    def __init__(self, retry_after_s: float, yours: bool = False) -> None:
+        if yours:
+            detail = gettext(
+                "Your earlier heavy requests are still computing: try again when they are done."
+            )
+        else:
+            detail = gettext(
+                "The server is busy with other heavy requests just now: try again in a few seconds."
+            )
         super().__init__(503, detail, headers={"Retry-After": str(math.ceil(retry_after_s))})
 
 
 class HeavyWork:
-    """At most `slots` holders at once; waiters wait in order, each up to `wait_s`.
+    """At most `slots` holders at once; waiters wait in order, each up to `wait_s`; and one
+    client address holds at most `per_address` places, running or waiting, so that one
+    client cannot take every slot and the line behind them.
 
     Made in the app's lifespan, on the event loop its waiters run on."""
 
-    def __init__(self, slots: int, wait_s: float, max_waiting: int) -> None:
+    def __init__(self, slots: int, wait_s: float, max_waiting: int, per_address: int) -> None:
         self.slots = slots
         self.wait_s = wait_s
         self.max_waiting = max_waiting
+        self.per_address = per_address
         self._semaphore = anyio.Semaphore(slots)
+        self._places: Counter[str] = Counter()
         self.waiting = 0
 
     @property
     def running(self) -> int:
         return self.slots - self._semaphore.value
 
-    async def acquire(self) -> None:
+    async def acquire(self, address: str) -> None:
+        if self._places[address] >= self.per_address:
+            raise ServerBusy(self.wait_s, yours=True)
         if self._semaphore.value == 0 and self.waiting >= self.max_waiting:
             raise ServerBusy(self.wait_s)
+        self._places[address] += 1
         self.waiting += 1
         try:
             with anyio.move_on_after(self.wait_s) as waited:
                 await self._semaphore.acquire()
+        except BaseException:
+            self._leave(address)
+            raise
         finally:
             self.waiting -= 1
         if waited.cancelled_caught:
+            self._leave(address)
             raise ServerBusy(self.wait_s)
 
-    def release(self) -> None:
+    def release(self, address: str) -> None:
         self._semaphore.release()
+        self._leave(address)
+
+    def _leave(self, address: str) -> None:
+        self._places[address] -= 1
+        if not self._places[address]:
+            del self._places[address]
 
 
 @asynccontextmanager
-async def held(work: HeavyWork) -> AsyncIterator[None]:
-    await work.acquire()
+async def held(work: HeavyWork, address: str) -> AsyncIterator[None]:
+    await work.acquire(address)
     try:
         yield
     finally:
-        work.release()
+        work.release(address)
 
 
 async def heavy_work_slot(request: Request) -> AsyncIterator[None]:
-    async with held(request.app.state.heavy_work):
+    async with held(request.app.state.heavy_work, client_address(request)):
+        yield
+
+
+@asynccontextmanager
+async def heavy_work_unless(request: Request, cheap: bool) -> AsyncIterator[None]:
+    """A heavy-work slot held for the block, unless the route knows its answer is `cheap`
+    (the planner's, when the plan is cached): a repeated query never waits behind a search."""
+    if cheap:
+        yield
+        return
+    async with held(request.app.state.heavy_work, client_address(request)):
         yield
 
 
 async def hashing_slot(request: Request) -> AsyncIterator[None]:
-    async with held(request.app.state.hashing):
+    async with held(request.app.state.hashing, client_address(request)):
         yield
 
 

@@ -35,8 +35,9 @@ from app.cards.service import CardError, CardLibrary
 from app.config import ROOT_DIR, Settings
 from app.db import make_engine, migrate
 from app.errors import refusal, register_error_pages
-from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_WAIT_S, HeavyWork
+from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_PER_ADDRESS, HEAVY_WAIT_S, HeavyWork
 from app.i18n import LOCALES, LanguageMiddleware, translations
+from app.journey.return_link import back_to_step
 from app.journey.router import router as journey_router
 from app.live.queue import JobQueue
 from app.live.router import router as live_router
@@ -57,6 +58,7 @@ from app.security import (
     forget_ended_session,
     require_csrf_token,
 )
+from app.templating import templates
 
 log = logging.getLogger("shardlab")
 
@@ -98,11 +100,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.demo_queue = JobQueue(settings.demo_queue_max)
         # Made here, on the loop their waiters run on (app/heavy_work.py).
         app.state.heavy_work = HeavyWork(
-            settings.heavy_work_slots, wait_s=HEAVY_WAIT_S, max_waiting=HEAVY_MAX_WAITING
+            settings.heavy_work_slots,
+            wait_s=HEAVY_WAIT_S,
+            max_waiting=HEAVY_MAX_WAITING,
+            per_address=HEAVY_PER_ADDRESS,
         )
         hashing_slots = settings.hashing_slots or os.cpu_count() or 1
         app.state.hashing = HeavyWork(
-            hashing_slots, wait_s=HEAVY_WAIT_S, max_waiting=4 * hashing_slots
+            hashing_slots,
+            wait_s=HEAVY_WAIT_S,
+            max_waiting=4 * hashing_slots,
+            # Log-ins are limited per address already; a hash is a quarter second.
+            per_address=hashing_slots + 2,
         )
         watchdog = asyncio.create_task(keep_worker_running(worker)) if worker else None
         try:
@@ -133,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ],
     )
     app.state.settings = settings
+    templates.env.globals["back_to_step"] = back_to_step  # app/templating.py says why here
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
     app.state.cards = CardLibrary.load(settings.content_dir / "cards")
     app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")

@@ -20,7 +20,6 @@ from app.i18n import (
     translate,
     translate_source,
 )
-from app.journey.return_link import back_to_step
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
 
@@ -70,8 +69,9 @@ templates.env.policies["ext.i18n.trimmed"] = True
 # Newstyle: _("…", n=…) formats after translating and escapes the arguments.
 templates.env.install_gettext_callables(gettext, ngettext, newstyle=True)
 templates.env.globals["vendor"] = VENDOR
-# {{ back_to_step(request) }}: the bar back to the path's step a page was opened from.
-templates.env.globals["back_to_step"] = back_to_step
+# {{ back_to_step(request) }}, the bar back to the path's step a page was opened from, is
+# registered by app/main.py: the journey reads cards, whose examples render with these
+# templates, so importing it here would close a circle (tests/test_layers.py).
 templates.env.filters.update(
     # {{ label|t }}: a string marked with N_() in Python, in the request's language.
     t=translate,

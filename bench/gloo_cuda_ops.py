@@ -1,4 +1,4 @@
-"""Which collectives gloo runs on CUDA tensors, tried one by one, against demos/specs/_devices.py.
+"""Which collectives gloo runs on CUDA tensors, tried one by one, against demos/specs/devices.py.
 
 The worker refuses a demo on gloo with --device cuda when it needs a collective that
 `GLOO_ON_CUDA` marks False, and runs it otherwise. That table was read from torch 2.13's
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from bench.flight_recorder_read import free_port  # noqa: E402
 from demos.collective_calls import all_gather_single, reduce_scatter_single  # noqa: E402
-from demos.specs._devices import GLOO_ON_CUDA  # noqa: E402
+from demos.specs.devices import GLOO_ON_CUDA  # noqa: E402
 
 WORLD_SIZE = 2
 ELEMENTS = 1024
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'yes' if row['correct'] else 'no':<8} {said:<11} {row['error']}"
         )
     verdict = f"disagree: {', '.join(disagree)}" if disagree else "agree"
-    print(f"\nthe table in demos/specs/_devices.py and this run {verdict}")
+    print(f"\nthe table in demos/specs/devices.py and this run {verdict}")
     if args.json:
         report = {"device": args.device, "device_name": name, "torch": torch.__version__}
         args.json.write_text(json.dumps({**report, "rows": rows}, indent=2) + "\n")

@@ -41,7 +41,7 @@ from app.live.verdict import Check, reason_lines
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.live.worker_process import PROJECT_ROOT, TOKEN_ENV, LocalWorker
 from demos.specs import DEMO_COLLECTIVES, DEMO_MIN_RANKS, DEMO_PARAMS
-from demos.specs._devices import GLOO_ON_CUDA, job_problem
+from demos.specs.devices import GLOO_ON_CUDA, job_problem
 
 READY_TIMEOUT_S = 180.0
 POLL_S = 0.5
@@ -149,7 +149,7 @@ async def run_one(
         refused = expected_refusal is not None and last["message"].startswith("refused:")
         return {**result, "status": "refused" if refused else "failed", "reason": last["message"]}
     if expected_refusal is not None:
-        reason = f"ran, though demos/specs/_devices.py says: {expected_refusal}"
+        reason = f"ran, though demos/specs/devices.py says: {expected_refusal}"
         return {**result, "status": "disagrees", "reason": reason}
     page = page_of(demo)
     checks = page.verdict(last["summary"], page.predict(spec, world_size), backend)
@@ -195,9 +195,7 @@ def print_result(result: dict[str, Any]) -> None:
 
 def gloo_cuda_lines() -> list[str]:
     """The table the worker refuses by, and what it means for each demo."""
-    lines = [
-        "gloo on CUDA tensors (demos/specs/_devices.py), so with --backend gloo --device cuda:"
-    ]
+    lines = ["gloo on CUDA tensors (demos/specs/devices.py), so with --backend gloo --device cuda:"]
     lines.append(
         "   " + ", ".join(f"{k} {'yes' if ok else 'NO'}" for k, ok in GLOO_ON_CUDA.items())
     )

@@ -1,6 +1,10 @@
 """Measure your own GPU: its matmul ceiling, its HBM bandwidth and, with two GPUs or more,
 NCCL's all-reduce bus bandwidth; written as a performance profile the planner loads.
 
+One file because it is a script run as `python bench/gpu_profile.py` on the machine measured:
+a sibling module would need the sys.path set-up bench/gloo_cuda_ops.py has, and the NCCL
+ranks it spawns re-import the module that defines their function.
+
 1. GEMMs: torch.mm of an M x K by a K x N matrix (the K x N one a transposed N x K weight, as in
    a linear layer), bf16 on CUDA and fp32 on CPU (--dtype), over a grid of 30 shapes (M 512 to
    16,384, N and K 256 to 16,384). Each shape is warmed up, then timed over its iterations:

@@ -24,7 +24,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from demos.live_bytes import LiveBytesTrace, cuda_allocator_window
-from demos.probes import RankInfo, SavedActivationMeter
+from demos.memory_probes import SavedActivationMeter
+from demos.probes import RankInfo
 from demos.specs.activation_checkpointing import ActivationCheckpointingParams
 
 WARMUP: dict[str, Any] = {"layers": 2, "width": 8, "tokens": 4, "segment_layers": 2, "steps": 1}

@@ -41,7 +41,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from demos.probes import local_shard
+from demos.memory_probes import local_shard
 
 
 @dataclass

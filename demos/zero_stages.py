@@ -40,16 +40,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from demos.live_bytes import LiveBytesTrace, cuda_allocator_window
-from demos.probes import (
-    CountedStep,
-    RankInfo,
-    TimedStep,
-    WireMeter,
-    cuda_memory,
-    model_state_bytes,
-    optimizer_tensors,
-    storage_bytes,
-)
+from demos.memory_probes import cuda_memory, model_state_bytes, optimizer_tensors, storage_bytes
+from demos.probes import CountedStep, RankInfo, TimedStep, WireMeter
 from demos.specs.zero_stages import HEADS, MLP_RATIO, ZeroStagesParams
 
 WARMUP: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """bench/gloo_cuda_ops.py on CPU tensors: its real gloo pairs, its table, its failure rows.
 
-On CUDA it checks demos/specs/_devices.py's table (bench/gpu_session.sh runs it there); here
+On CUDA it checks demos/specs/devices.py's table (bench/gpu_session.sh runs it there); here
 every collective must run and come back right, and a call a rank refuses must come back as a
 row with the error, not as a hang or a crash of the script.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.gloo_cuda_ops import try_kind
-from demos.specs._devices import GLOO_ON_CUDA
+from demos.specs.devices import GLOO_ON_CUDA
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_every_collective_runs_and_comes_back_right_on_cpu_tensors(tmp_path: Pat
     rows = json.loads(report_path.read_text())["rows"]
     assert sorted(row["kind"] for row in rows) == sorted(GLOO_ON_CUDA)
     assert all(row["ran"] and row["correct"] and not row["error"] for row in rows)
-    assert "the table in demos/specs/_devices.py and this run agree" in done.stdout
+    assert "the table in demos/specs/devices.py and this run agree" in done.stdout
 
 
 @pytest.mark.demo

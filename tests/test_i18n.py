@@ -591,7 +591,7 @@ def test_a_device_refusal_in_chinese() -> None:
     the run panel says it (app/live/router.py)."""
     from app.i18n import _language, say
     from demos.specs import DEMO_COLLECTIVES, DEMO_PARAMS
-    from demos.specs._devices import job_problem
+    from demos.specs.devices import job_problem
 
     params = DEMO_PARAMS["pipeline_schedules"]()
     collectives = DEMO_COLLECTIVES["pipeline_schedules"]
@@ -698,7 +698,7 @@ def test_account_errors_and_a_missing_card_in_chinese(client: TestClient) -> Non
 def test_a_quiz_in_chinese_says_ratings_kinds_labels_and_tolerances_in_chinese(
     client: TestClient,
 ) -> None:
-    from app.quiz.bank import FlashcardItem, GeneratedItem, NumericItem, SingleChoiceItem
+    from app.quiz.items import FlashcardItem, GeneratedItem, NumericItem, SingleChoiceItem
 
     register(client, "mei")
     token = csrf_token(client)

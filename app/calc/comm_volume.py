@@ -1,5 +1,8 @@
 r"""Communication volume per GPU per training step, for each kind of parallelism.
 
+One module because it is one table: the formulas below, per strategy, written once as closed
+forms and once as the calls one step makes, each beside its source.
+
 Volumes count the elements one GPU *sends* (a ring sends and receives the same amount at the
 same time), for one optimizer step of m micro-batches of b sequences of s tokens. Ring
 factors are app.calc.comm's: all-reduce 2(N-1)/N, reduce-scatter, all-gather and all-to-all

@@ -1,5 +1,10 @@
 """A decoder-only transformer's shape, and how many parameters it has.
 
+One module because some forty modules (app/calculators and app/quiz among them) import the
+shape, its count, the presets and the Hugging Face config reader from here, and the presets
+and the reader build the shape: a module of either would import this one and be re-exported
+by it, a cycle.
+
 Counting follows the weight matrices of the reference implementations: GPT-2/GPT-3
 (Radford et al. 2019; Brown et al. 2020, arXiv:2005.14165, Section 2.1 and Table 2.1),
 Llama (Touvron et al. 2023, arXiv:2302.13971 and arXiv:2307.09288), Mixtral (Jiang et al.

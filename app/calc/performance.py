@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from app.calc.messages import N_, Message
-from app.calc.training import MeasuredTerms
+from app.calc.training_types import MeasuredTerms
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """Pipeline-parallel schedules, simulated action by action: GPipe, 1F1B, interleaved 1F1B, ZB-H1.
 
+One module because the simulation and the published closed forms it must reproduce share one
+setup and its checks (schedule_problems), and app/calculators and app/quiz import both from
+here.
+
 Each of p stages (GPUs) runs its schedule's ordered list of actions on micro-batches:
 
 - F: the forward of one micro-batch through the stage (or through one of its v model chunks),

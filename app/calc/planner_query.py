@@ -1,32 +1,28 @@
 """The layout planner's inputs: one flat model shared by the page, the shareable URL, the JSON
-API and the command line, with every bound a person can hit explained in words; and its full
-answer as plain data.
+API and the command line, with every bound a person can hit explained in words.
 
 The numbers are app.calc.planner's; this module only bounds what it is asked (so that one
-request stays a few seconds of search at most) and lays its answer out.
+request stays a few seconds of search at most). The form's fields and labels are
+app.calc.planner_fields, the answer as plain data app.calc.planner_answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from app.calc.hardware import ACCELERATORS
 from app.calc.links import LINKS
 from app.calc.messages import N_, Message, sentence, words_of
-from app.calc.model import ModelConfig, count_params
+from app.calc.model import ModelConfig
 from app.calc.performance import PerformanceProfile, load_profile
 from app.calc.planner import (
     PIPELINE_SCHEDULES,
     RECOMPUTE,
-    RULES,
-    STEP_TERMS,
     Layout,
-    LayoutCost,
     Plan,
     PlanRequest,
     WhyNot,
@@ -35,102 +31,17 @@ from app.calc.planner import (
     plan_request,
     why_not,
 )
-from app.calc.planner.published import (
-    RUNS,
-    PublishedRun,
-    RunCost,
-    evaluate_run,
-    request_for,
-    strict_rule,
-)
+from app.calc.planner.published import RUNS, PublishedRun, request_for
+from app.calc.planner_fields import GPU_TYPES, LABELS, LAYOUT_FIELDS, RUN_FIELDS, GpuType
 from app.calc.profiles import built_in
-from app.calc.training_query import LABELS as TRAINING_LABELS
-from app.calc.training_query import (
-    MODEL_FIELDS,
-    ModelQuery,
-    OptimizerName,
-    Preset,
-    RecipeName,
-)
-
-# How the answer's words reach the reader: str, English; a page's translation (app.i18n.say).
-Say = Callable[[str], str]
+from app.calc.training_query import ModelQuery, OptimizerName, Preset, RecipeName
 
 MAX_GPUS = 16_384  # Llama 3 405B's largest run; bounds the search to seconds
 MAX_TOP = 200
 MAX_SEQUENCES = 65_536  # per step; the search tries every micro-batch dividing a replica's share
 MAX_PROFILE_CHARS = 20_000  # a profile's JSON is about 1,000 characters
 
-
-@dataclass(frozen=True)
-class GpuType:
-    """A GPU as the planner needs it: its FLOPs, its memory and the link inside its node."""
-
-    accelerator: str  # app.calc.hardware.ACCELERATORS
-    memory: str  # app.calc.gpus.GPUS
-    intra_node: str  # app.calc.links.LINKS, the usual link between GPUs of one node
-
-    @property
-    def name(self) -> str:
-        return ACCELERATORS[self.accelerator].name
-
-
-GPU_TYPES: dict[str, GpuType] = {
-    "h100-sxm": GpuType("h100-sxm", "h100-80gb", "nvlink4"),
-    "h200": GpuType("h200", "h200", "nvlink4"),
-    "a100-80gb-sxm": GpuType("a100-80gb-sxm", "a100-80gb", "nvlink3"),
-    "h100-pcie": GpuType("h100-pcie", "h100-80gb", "pcie5"),
-}
-
-# Presets of published runs (app.calc.planner.published): a label, where it comes from, and
-# the page's inputs. `run` takes the model, cluster, batch and layout from the run itself:
-# some runs' models and clusters (Jean Zay's Omni-Path, the H800) are no preset of the form.
-RUN_PRESETS: dict[str, tuple[str, str, dict[str, object]]] = {
-    slug: (run.title, run.source, {"run": slug}) for slug, run in RUNS.items()
-}
-
-LAYOUT_FIELDS = (
-    "dp", "tp", "pp", "cp", "ep", "zero_stage", "distributed_optimizer", "recompute",
-    "micro_batch", "schedule", "virtual_stages",
-)  # fmt: skip
-
-# What a published run fixes: its model, its cluster and its batch. A query naming a run
-# leaves these out.
-RUN_FIELDS = (
-    "preset", *MODEL_FIELDS, "gpu", "gpus_per_node", "nodes", "intra_node", "inter_node",
-    "global_batch_tokens", "seq_len", "token_budget", "flash_attention", "uneven_pipeline",
-)  # fmt: skip
-
-LABELS = {
-    **TRAINING_LABELS,
-    "run": "Published run",
-    "preset": "Model",
-    "gpu": "GPU type",
-    "gpus_per_node": "GPUs per node",
-    "nodes": "Nodes",
-    "intra_node": "Link inside a node",
-    "inter_node": "Link between nodes",
-    "global_batch_tokens": "Global batch (tokens)",
-    "seq_len": "Sequence length",
-    "token_budget": "Token budget",
-    "flash_attention": "FlashAttention",
-    "uneven_pipeline": "Uneven pipeline stages",
-    "matmul_efficiency": "Matmul efficiency",
-    "profile": "Performance profile",
-    "top": "Layouts listed",
-    "dp": "Layout DP",
-    "tp": "Layout TP",
-    "pp": "Layout PP",
-    "cp": "Layout CP",
-    "ep": "Layout EP",
-    "zero_stage": "Layout ZeRO stage",
-    "distributed_optimizer": "Layout distributed optimizer",
-    "recompute": "Layout recompute",
-    "micro_batch": "Layout micro-batch",
-    "schedule": "Layout schedule",
-    "virtual_stages": "Layout virtual stages",
-}
-
+PlanKey = tuple[tuple[str, object], ...]
 GpuTypeName = Literal[tuple(GPU_TYPES)]  # type: ignore[valid-type]
 LinkName = Literal[tuple(LINKS)]  # type: ignore[valid-type]
 ScheduleName = Literal[PIPELINE_SCHEDULES]  # type: ignore[valid-type]
@@ -311,13 +222,20 @@ class PlannerInputs(ModelQuery):
             **({"profile": chosen} if (chosen := self.performance_profile()) else {}),
         )
 
-    def plan(self) -> Plan:
-        """The plan, cached: the page, its fragment and a click on a row ask the same one."""
-        key = tuple(
+    def plan_key(self) -> PlanKey:
+        """What the plan depends on: every input but the layout to explain."""
+        return tuple(
             (name, getattr(self, name)) for name in type(self).model_fields
             if name not in LAYOUT_FIELDS
         )  # fmt: skip
-        return _cached_plan(key)
+
+    def plan(self) -> Plan:
+        """The plan, cached: the page, its fragment and a click on a row ask the same one."""
+        return PLANS.plan(self.plan_key())
+
+    def is_planned(self) -> bool:
+        """Whether the plan is cached, so that asking for it computes next to nothing."""
+        return self.plan_key() in PLANS
 
     def layout(self) -> Layout | None:
         """The layout the query names, or None when it names none (the best is shown)."""
@@ -375,17 +293,6 @@ def profile_named(text: str | None) -> PerformanceProfile | None:
     return load_profile(text)
 
 
-def profile_data(profile: PerformanceProfile) -> dict[str, Any]:
-    """A profile as plain data: its name, where it came from and every parameter."""
-    return {
-        "name": profile.name,
-        "source": profile.source,
-        "values": profile.values(),
-        "gemm_flops": profile.gemm_flops,
-        "hbm_bytes_per_s": profile.hbm_bytes_per_s,
-    }
-
-
 def run_values(run: PublishedRun) -> dict[str, Any]:
     """The query fields a run fixes, as near as the form's fields can say them: the GPU type
     with the run's memory, and a link only where it is one of app.calc.links' presets."""
@@ -407,153 +314,35 @@ def run_values(run: PublishedRun) -> dict[str, Any]:
     return values
 
 
-@lru_cache(maxsize=16)
-def _cached_plan(key: tuple[tuple[str, object], ...]) -> Plan:
-    return plan(PlannerQuery.model_construct(**dict(key)).request())
+class PlanCache:
+    """The last `size` plans by their inputs: what makes the page, its fragment and a click
+    on a row cheap after the first, and lets a route tell before it asks whether the search
+    will run (a cached plan needs no heavy-work slot: app/heavy_work.py)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._plans: OrderedDict[PlanKey, Plan] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: PlanKey) -> bool:
+        with self._lock:
+            return key in self._plans
+
+    def plan(self, key: PlanKey) -> Plan:
+        with self._lock:
+            if key in self._plans:
+                self._plans.move_to_end(key)
+                return self._plans[key]
+        found = plan(PlannerQuery.model_construct(**dict(key)).request())
+        with self._lock:
+            self._plans[key] = found
+            while len(self._plans) > self.size:
+                self._plans.popitem(last=False)
+        return found
+
+    def cache_clear(self) -> None:  # as functools' caches are cleared (bench/planner_search.py)
+        with self._lock:
+            self._plans.clear()
 
 
-def layout_data(layout: Layout) -> dict[str, Any]:
-    return {
-        **{name: getattr(layout, name) for name in LAYOUT_FIELDS},
-        "sequence_parallel": layout.sp,
-        "gpus": layout.world_size,
-        "description": layout.describe(),
-    }
-
-
-def cost_data(cost: LayoutCost, pareto: bool) -> dict[str, Any]:
-    """One layout's cost: memory per GPU and the step time term by term, in raw units."""
-    return {
-        "layout": layout_data(cost.layout),
-        "microbatches": cost.microbatches,
-        "memory_bytes": cost.memory_bytes,
-        "model_states_bytes": cost.model_states_bytes,
-        "activation_bytes": cost.activation_bytes,
-        "other_bytes": cost.other_bytes,
-        "loss_bytes": cost.loss_bytes,
-        "allocator_bytes": cost.allocator_bytes,
-        "fits": cost.fits,
-        "headroom_bytes": cost.headroom_bytes,
-        "step_time_s": cost.step_time_s,
-        "step": cost.step.terms(),
-        "mfu": cost.mfu,
-        "hfu": cost.hfu,
-        "tokens_per_s": cost.tokens_per_s,
-        "days": cost.days,
-        "placement": asdict(cost.placement),
-        "pareto": pareto,
-    }
-
-
-def _why_not_data(why: WhyNot, say: Say) -> dict[str, Any]:
-    return {
-        "layout": layout_data(why.layout),
-        "valid": not why.rejected,
-        "broken": [
-            {"rule": r.rule, "description": say(RULES[r.rule]), "reason": say(r.reason)}
-            for r in why.rejected
-        ],
-        "fits": why.cost.fits if why.cost else None,
-        "slowdown": why.slowdown,
-        "blame": why.blame,
-        "blame_s": why.blame_s,
-        "explanation": say(why.explanation),
-    }
-
-
-def published_data(query: PlannerInputs, say: Say = str) -> dict[str, Any] | None:
-    """The run the query names: its figure beside the planner's for the published layout, the
-    ratio and its band, the rule the layout breaks with equal stages, and where it ranks."""
-    run = query.published_run
-    if run is None:
-        return None
-    result = query.plan()
-    rated = evaluate_run(run, result.request)
-    rule = strict_rule(run)
-    data: dict[str, Any] = {
-        "slug": run.slug, "title": run.title, "source": run.source,
-        "layout": layout_data(run.layout), "metric": run.metric, "published": run.published,
-        "band": list(run.band), "gap": run.gap, "strict_rule": rule,
-        "strict_rule_description": say(RULES[rule]) if rule else None,
-        "broken": None, "predicted": None, "ratio": None, "in_band": None, "fits": None,
-        "rank": None, "listed": len(result.ranked), "feasible": result.feasible,
-        "slowdown": None,
-    }  # fmt: skip
-    if not isinstance(rated, RunCost):
-        data["broken"] = rated
-        return data
-    step = rated.cost.step_time_s
-    best = result.best
-    data.update(
-        predicted=rated.predicted, ratio=rated.ratio, fits=rated.cost.fits,
-        in_band=run.band[0] <= rated.ratio <= run.band[1],
-        # Among every feasible layout by step time; a layout that does not fit has none.
-        rank=result.rank_of(step) if rated.cost.fits else None,
-        slowdown=step / best.step_time_s if best else None,
-    )  # fmt: skip
-    return data
-
-
-def chosen_cost(query: PlannerInputs) -> LayoutCost | None:
-    """The layout whose breakdown is shown: the one the query names if it breaks no rule,
-    else the best."""
-    why = query.why_not()
-    if why is not None and why.cost is not None:
-        return why.cost
-    return query.plan().best
-
-
-def planner_result(query: PlannerInputs, say: Say = str) -> dict[str, Any]:
-    """The planner's full answer as plain data: what the API returns and `--json` prints.
-
-    Its words (the rules, why a layout is refused or slower) in English; a page passes `say`
-    to have them in its reader's language (app.i18n.say)."""
-    result = query.plan()
-    req = result.request
-    front = {c.layout for c in result.pareto}
-    chosen = chosen_cost(query)
-    why = query.why_not()
-    counts = count_params(req.model)
-    n = req.cluster
-    return {
-        "model": req.model.name,
-        "total_params": counts.total,
-        "active_params": counts.active,
-        "cluster": {
-            "gpu": n.accelerator.slug,
-            "gpu_name": n.accelerator.name,
-            "gpu_memory_bytes": n.gpu_memory_bytes,
-            "gpus_per_node": n.gpus_per_node,
-            "nodes": n.nodes,
-            "gpus": n.gpus,
-            "intra_node": n.intra_node.slug,
-            "inter_node": n.inter_node.slug,
-        },
-        "global_batch_tokens": req.global_batch_tokens,
-        "global_batch_sequences": req.global_batch_sequences,
-        "seq_len": req.seq_len,
-        "token_budget": req.token_budget,
-        "matmul_efficiency": req.efficiency,
-        "profile": profile_data(req.profile),
-        "enumerated": result.enumerated,
-        "valid": result.valid,
-        "feasible": result.feasible,
-        "ranked": [cost_data(c, c.layout in front) for c in result.ranked],
-        "pareto": [cost_data(c, True) for c in result.pareto],
-        "rejected": [
-            {
-                "rule": g.rule,
-                "description": say(g.description),
-                "count": g.count,
-                "examples": [
-                    {"layout": layout_data(r.layout), "reason": say(r.reason)} for r in g.examples
-                ],
-            }
-            for g in result.rejected
-        ],
-        "chosen": cost_data(chosen, chosen.layout in front) if chosen else None,
-        "chosen_is_best": chosen is not None and chosen == result.best,
-        "why_not": _why_not_data(why, say) if why else None,
-        "published": published_data(query, say),
-        "step_terms": list(STEP_TERMS),
-    }
+PLANS = PlanCache(size=16)

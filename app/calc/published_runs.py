@@ -1,6 +1,9 @@
-"""Published training runs with their measured step times, as app.calc.calibration's
+"""Published training runs with their measured step times, as app.calc.calibration_runs'
 MeasuredRun: what the built-in performance profiles are fitted to (app/calc/profiles/) and
 what bench/planner_accuracy.py holds the planner to, each held out in turn.
+
+One module because it is one table: each row is a run with its source and the place in it,
+long because every number cites where it comes from; the functions below it only read it.
 
 Every run names its primary source and the place in it. Where a paper gives throughput rather
 than a step time, the step time is derived with the paper's own FLOP count (its formula is
@@ -17,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from app.calc.calibration import MeasuredRun
+from app.calc.calibration_runs import MeasuredRun
 from app.calc.flops import megatron_flops_per_iteration
 from app.calc.hardware import ACCELERATORS
 from app.calc.model import PRESETS, ModelConfig

@@ -60,34 +60,44 @@ Overhead is one explicit number, 2 GB by default: CUDA context and kernels 1-2 G
 (Ultra-Scale Playbook, "Memory usage in Transformers"), NCCL buffers ~0.5 GB per
 communicator; the anchors disagree (ShardLab research notes Section 3.7).
 
-Measured (setup.measured, the performance profile's memory parameters, app.calc.performance):
-three more terms, beside the textbook ones, for what a GPU reports. On the stage that holds
-the loss (pp = 1 here) the loss's temporaries beyond the fp32 logits the activations count:
-(logit_bytes - 4) per logit element, 14 - 4 for PyTorch's cross-entropy on fp32 logits
-(tests/demos/test_loss_peak.py); NCCL's buffers, nccl_bytes per communicator (one per
-parallel group of more than one GPU, two for the pipeline's neighbours), with the overhead
-then standing for the CUDA context alone; and the caching allocator's reserve over all that
-it hands out, allocator_fraction of the other terms.
+Measured (setup.measured): three more terms, beside the textbook ones, for what a GPU
+reports: the loss's temporaries, NCCL's buffers and the caching allocator's reserve
+(app.calc.training_measured).
+
+The setup and the report are app.calc.training_types; this module computes the terms.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from app.calc.activations import (
-    LOGITS_BYTES,
     ActivationSetup,
     in_flight_microbatches,
     layer_activations,
     stage_activations,
 )
-from app.calc.messages import N_, Message
-from app.calc.model import ModelConfig, ParamCount, count_params
+from app.calc.model import ModelConfig, count_params
 from app.calc.precision import BytesPerParam, bytes_per_param
 from app.calc.sharding import ddp_bucket_bytes
-from app.calc.units import GB, MIB
+from app.calc.training_measured import measured_terms
+
+# app/calculators and app/quiz import the setup and the report from here: MODEL_STATE_KEYS and
+# Parallelism, unused here, are re-exported for them.
+from app.calc.training_types import MODEL_STATE_KEYS as MODEL_STATE_KEYS
+from app.calc.training_types import (
+    MemoryReport,
+    Term,
+    TrainingSetup,
+    Verdict,
+    tex,
+    tex_gb,
+    validate_setup,
+)
+from app.calc.training_types import Parallelism as Parallelism
+from app.calc.units import MIB
 
 MAX_MICRO_BATCH = 4096
 
@@ -100,163 +110,6 @@ OFFLOAD_GRADS_SOURCE = (
     "with optimizer offload the gradient shard lives in CPU memory (Ren et al., ZeRO-Offload, "
     "arXiv:2101.06840, Section 4; DeepSpeed estimate_zero2_model_states_mem_needs)"
 )
-
-
-@dataclass(frozen=True)
-class Parallelism:
-    """Degrees of parallelism and memory-saving switches. See the module docstring."""
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    cp: int = 1
-    zero_stage: int = 0  # 0..3, sharding over N_d = dp * cp (not the world size)
-    distributed_optimizer: bool = False  # Megatron: master + optimizer sharded, like ZeRO-1
-    offload_optimizer: bool = False  # ZeRO-Offload: master + optimizer states in CPU memory
-    offload_params: bool = False  # ZeRO-Infinity: 16-bit weights in CPU memory (ZeRO-3 only)
-
-    @property
-    def world_size(self) -> int:
-        return self.dp * self.tp * self.pp * self.cp
-
-    @property
-    def dense_shard_ways(self) -> int:
-        """N_d: the ranks that hold the same dense weights and reduce their gradients."""
-        return self.dp * self.cp
-
-    @property
-    def expert_shard_ways(self) -> int:
-        """N_e: the ranks that hold the same experts (the expert data-parallel degree)."""
-        return self.dp * self.cp // self.ep
-
-
-@dataclass(frozen=True)
-class TrainingSetup:
-    model: ModelConfig
-    parallel: Parallelism
-    activations: ActivationSetup
-    recipe: str = "mixed_bf16"
-    optimizer: str = "adam"
-    microbatches: int = 1  # gradient-accumulation steps: micro-batches per step per pipeline
-    schedule: str = "1f1b"
-    virtual_stages: int = 1
-    bucket_mb: float = 25.0  # ZeRO-2's reduce bucket; torch DDP's bucket_cap_mb default (MiB)
-    grad_bucket_copy: bool = False  # DDP/ZeRO-1 buckets beside the gradients (torch's default)
-    zero3_prefetch_layers: int = 1  # DeepSpeed's estimator counts one largest layer
-    overhead_bytes: float = 2e9  # CUDA context + NCCL buffers (module docstring)
-    # None: the textbook terms alone; else the terms a GPU reports beyond them (module
-    # docstring, "Measured")
-    measured: MeasuredTerms | None = None
-
-
-@dataclass(frozen=True)
-class MeasuredTerms:
-    """What a GPU reports beyond the textbook count (app.calc.performance's parameters)."""
-
-    logit_bytes: float  # per logit element at the loss's peak (the textbook counts 4)
-    nccl_bytes: float  # per communicator
-    allocator_fraction: float  # reserved over allocated
-
-
-@dataclass(frozen=True)
-class Term:
-    key: str
-    label: str
-    gpu_bytes: float
-    cpu_bytes: float
-    formula: str  # LaTeX, symbolic
-    source: str
-    # Writes `substituted` when it is read: the planner reads thousands of reports for their
-    # bytes alone, and formatting their numbers was a fifth of a large search
-    render: Callable[[], str] = field(repr=False, compare=False)
-
-    @property
-    def substituted(self) -> str:
-        """LaTeX, this setup's numbers, ending in "= value GB"."""
-        return self.render()
-
-
-@dataclass(frozen=True)
-class MemoryReport:
-    setup: TrainingSetup
-    params: ParamCount
-    params_on_gpu: float  # parameters of this GPU's stage and tp/ep shard, before ZeRO
-    layers_in_stage: int
-    in_flight: float  # micro-batches whose activations the stage holds at the peak
-    terms: list[Term] = field(default_factory=list)
-
-    @property
-    def gpu_bytes(self) -> float:
-        return sum(t.gpu_bytes for t in self.terms)
-
-    @property
-    def cpu_bytes(self) -> float:
-        return sum(t.cpu_bytes for t in self.terms)
-
-    @property
-    def model_states_gpu_bytes(self) -> float:
-        """Weights, gradients, master weights and optimizer states on the GPU."""
-        return sum(t.gpu_bytes for t in self.terms if t.key in MODEL_STATE_KEYS)
-
-    def term(self, key: str) -> Term:
-        for t in self.terms:
-            if t.key == key:
-                return t
-        raise KeyError(key)
-
-
-MODEL_STATE_KEYS = ("weights", "grads", "master", "optimizer")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    fits: bool
-    headroom_bytes: float
-    largest_micro_batch: int  # 0 when even one sequence does not fit
-
-
-def _validate(setup: TrainingSetup) -> None:
-    p, cfg = setup.parallel, setup.model
-    for name in ("dp", "tp", "pp", "ep", "cp"):
-        if getattr(p, name) < 1:
-            raise ValueError(f"{name} must be at least 1")
-    if p.zero_stage not in (0, 1, 2, 3):
-        raise ValueError("zero_stage must be 0, 1, 2 or 3")
-    if p.offload_params and p.zero_stage != 3:
-        raise ValueError("offload_params needs zero_stage 3")
-    if p.pp > cfg.layers:
-        template = N_("pp (%(pp)s) cannot exceed the model's %(layers)s layers")
-        raise ValueError(Message(template, pp=p.pp, layers=cfg.layers))
-    if p.ep > 1:
-        if cfg.experts <= 1:
-            raise ValueError(Message(N_("ep > 1 needs a mixture-of-experts model")))
-        if cfg.experts % p.ep:
-            template = N_("ep (%(ep)s) must divide the %(experts)s experts")
-            raise ValueError(Message(template, ep=p.ep, experts=cfg.experts))
-        if (p.dp * p.cp) % p.ep:
-            template = N_("ep (%(ep)s) must divide dp * cp (%(dp_cp)s)")
-            raise ValueError(Message(template, ep=p.ep, dp_cp=p.dp * p.cp))
-    if setup.microbatches < 1:
-        raise ValueError("microbatches must be at least 1")
-    if setup.bucket_mb < 0 or setup.overhead_bytes < 0 or setup.zero3_prefetch_layers < 0:
-        raise ValueError("bucket_mb, overhead_bytes and zero3_prefetch_layers cannot be negative")
-
-
-def _tex(x: float) -> str:
-    """A number for LaTeX: integers below 10^5 as they are, the rest as m x 10^e."""
-    if x == int(x) and abs(x) < 1e5:
-        return str(int(x))
-    if x == 0:
-        return "0"
-    exp = math.floor(math.log10(abs(x)))
-    if -3 <= exp < 5:
-        return f"{x:.4g}"
-    return rf"{x / 10**exp:.4g}\times10^{{{exp}}}"
-
-
-def _gb(x: float) -> str:
-    return rf"{x / GB:.2f}\ \text{{GB}}"
 
 
 @dataclass(frozen=True)
@@ -288,17 +141,17 @@ def _state_term(
         formula = rf"\frac{{{symbol}\,\Psi}}{{N_d}}" if sharded else rf"{symbol}\,\Psi"
 
     def substituted() -> str:
-        b = _tex(bytes_each)
+        b = tex(bytes_each)
         if shards.expert:
             numbers = (
-                rf"{b}\times\left(\frac{{{_tex(shards.dense)}}}{{{n_d}}}"
-                rf" + \frac{{{_tex(shards.expert)}}}{{{n_e}}}\right)"
+                rf"{b}\times\left(\frac{{{tex(shards.dense)}}}{{{n_d}}}"
+                rf" + \frac{{{tex(shards.expert)}}}{{{n_e}}}\right)"
             )
         elif sharded:
-            numbers = rf"\frac{{{b}\times{_tex(shards.dense)}}}{{{n_d}}}"
+            numbers = rf"\frac{{{b}\times{tex(shards.dense)}}}{{{n_d}}}"
         else:
-            numbers = rf"{b}\times{_tex(shards.dense)}"
-        return f"{numbers} = {_gb(value)}"
+            numbers = rf"{b}\times{tex(shards.dense)}"
+        return f"{numbers} = {tex_gb(value)}"
 
     where = " (CPU)" if on_cpu else ""
     return Term(
@@ -314,7 +167,7 @@ def _state_term(
 
 def training_memory(setup: TrainingSetup) -> MemoryReport:
     """Every memory term of the first pipeline stage's GPU (module docstring)."""
-    _validate(setup)
+    validate_setup(setup)
     cfg, p = setup.model, setup.parallel
     counts = count_params(cfg)
     bpp = bytes_per_param(setup.recipe, setup.optimizer)
@@ -401,13 +254,13 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
             gpu_bytes=setup.overhead_bytes,
             cpu_bytes=0.0,
             formula=r"M_{\text{overhead}}",
-            render=lambda: f"{_tex(setup.overhead_bytes)} = {_gb(setup.overhead_bytes)}",
+            render=lambda: f"{tex(setup.overhead_bytes)} = {tex_gb(setup.overhead_bytes)}",
             source="Ultra-Scale Playbook, 'Memory usage in Transformers' (CUDA context "
             "1-2 GB); ~0.5 GB per NCCL communicator; an editable estimate",
         )
     )
     if setup.measured is not None:
-        terms += _measured_terms(setup, cfg, terms, last_stage)
+        terms += measured_terms(setup, cfg, terms, last_stage)
     return MemoryReport(
         setup=setup,
         params=counts,
@@ -416,69 +269,6 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
         in_flight=in_flight,
         terms=terms,
     )
-
-
-def communicators(dp: int, tp: int, pp: int, cp: int, ep: int) -> int:
-    """NCCL communicators one GPU belongs to: one per parallel group of more than one GPU (the
-    ZeRO group is dp * cp), two for the pipeline's sends to the previous and the next stage."""
-    return sum(1 for k in (tp, cp, ep, dp * cp) if k > 1) + 2 * (pp > 1)
-
-
-def loss_extra_bytes(tokens: float, vocab: int, tp: int, logit_bytes: float) -> float:
-    """The loss's temporaries beyond the fp32 logits app.calc.activations counts, for `tokens`
-    on one GPU with the vocabulary split over tp (module docstring, "Measured")."""
-    return (logit_bytes - LOGITS_BYTES) * (tokens * vocab / tp)
-
-
-def _measured_terms(
-    setup: TrainingSetup, cfg: ModelConfig, terms: list[Term], last_stage: bool
-) -> list[Term]:
-    """The terms a GPU reports beyond the textbook ones (module docstring, "Measured")."""
-    extra, p, act = setup.measured, setup.parallel, setup.activations
-    assert extra is not None
-    found = []
-    source = "app.calc.performance (the default profile's value unless a profile says)"
-    if last_stage:
-        logits = act.seq_len / p.cp * act.micro_batch * cfg.vocab / p.tp
-        loss = loss_extra_bytes(act.seq_len / p.cp * act.micro_batch, cfg.vocab, p.tp,
-                                extra.logit_bytes)  # fmt: skip
-        found.append(
-            Term(
-                key="loss", label="Loss temporaries beyond the fp32 logits", gpu_bytes=loss,
-                cpu_bytes=0.0, formula=r"(b_{\text{logit}} - 4)\,\frac{s\,b\,V}{c\,t}",
-                render=lambda: (
-                    rf"({_tex(extra.logit_bytes)} - 4)\times{_tex(logits)} = {_gb(loss)}"
-                ),
-                source="PyTorch cross-entropy on fp32 logits: bf16 logits, log-softmax, its "
-                "gradient and nll's, 14 bytes per logit at the peak (tests/demos/"
-                f"test_loss_peak.py); {source}",
-            )
-        )  # fmt: skip
-    groups = communicators(p.dp, p.tp, p.pp, p.cp, p.ep)
-    nccl = extra.nccl_bytes * groups
-    found.append(
-        Term(
-            key="nccl", label="NCCL buffers", gpu_bytes=nccl, cpu_bytes=0.0,
-            formula=r"n_{\text{comm}}\,M_{\text{NCCL}}",
-            render=lambda: rf"{groups}\times{_tex(extra.nccl_bytes)} = {_gb(nccl)}",
-            source="one communicator per parallel group of more than one GPU, two for the "
-            f"pipeline's neighbours; NCCL_BUFFSIZE per channel and peer; {source}",
-        )
-    )  # fmt: skip
-    allocated = sum(t.gpu_bytes for t in terms) + sum(t.gpu_bytes for t in found)
-    reserve = extra.allocator_fraction * allocated
-    found.append(
-        Term(
-            key="allocator", label="Reserved by the caching allocator", gpu_bytes=reserve,
-            cpu_bytes=0.0, formula=r"f_{\text{alloc}}\,M_{\text{allocated}}",
-            render=lambda: (
-                rf"{_tex(extra.allocator_fraction)}\times{_tex(allocated)} = {_gb(reserve)}"
-            ),
-            source="PyTorch's CUDA caching allocator rounds and splits blocks by size class "
-            f"(c10/cuda/CUDACachingAllocator.cpp): reserved over allocated; {source}",
-        )
-    )  # fmt: skip
-    return found
 
 
 def _activation_term(
@@ -500,8 +290,8 @@ def _activation_term(
         formula=r"L_{\text{stage}}\, m_{\text{flight}}\, A_{\text{layer}}"
         r" + A_{\text{emb}} + A_{\text{out}}",
         render=lambda: (
-            rf"{layers_in_stage}\times{_tex(in_flight)}\times{_tex(per_layer)}"
-            rf" + {_tex(stage.embedding)} + {_tex(stage.output)} = {_gb(stage.total)}"
+            rf"{layers_in_stage}\times{tex(in_flight)}\times{tex(per_layer)}"
+            rf" + {tex(stage.embedding)} + {tex(stage.output)} = {tex_gb(stage.total)}"
         ),
         source="Korthikanti et al., Reducing Activation Recomputation (arXiv:2205.05198), "
         "Table 2 and Section 4.2.3 (pipeline stages); app.calc.activations",
@@ -524,14 +314,14 @@ def _buffer_term(
             "ZeRO-3 gathered parameters and gradients",
             k * largest_layer * gathered_bytes_each,
             r"k\,\Psi_{\text{largest layer}}\,(b_w + b_g)",
-            lambda: rf"{k}\times{_tex(largest_layer)}\times{_tex(gathered_bytes_each)}",
+            lambda: rf"{k}\times{tex(largest_layer)}\times{tex(gathered_bytes_each)}",
             "DeepSpeed estimate_zero3_model_states_mem_needs: 4 * largest_layer_params "
             "(deepspeed/runtime/zero/stage3.py)",
         )
     if p.zero_stage == 2:
         return _buffers(
             "Gradient bucket", setup.bucket_mb * MIB, r"B_{\text{bucket}}",
-            lambda: rf"{_tex(setup.bucket_mb)}\ \text{{MiB}}",
+            lambda: rf"{tex(setup.bucket_mb)}\ \text{{MiB}}",
             "one reduce bucket of the size given; torch.nn.parallel."
             "DistributedDataParallel bucket_cap_mb (default 25 MiB)",
         )  # fmt: skip
@@ -546,7 +336,7 @@ def _buffer_term(
     elements = shards.dense + shards.expert
     return _buffers(
         "Gradient buckets (a copy of the gradients)", ddp_bucket_bytes(elements, bpp.grads),
-        r"b_g\,\Psi", lambda: rf"{_tex(bpp.grads)}\times{_tex(elements)}",
+        r"b_g\,\Psi", lambda: rf"{tex(bpp.grads)}\times{tex(elements)}",
         "torch DDP's default, gradient_as_bucket_view=False: every gradient is copied into a "
         "flat bucket built with the model and kept for its lifetime "
         "(torch/nn/parallel/distributed.py; measured by the ZeRO demo)",
@@ -558,7 +348,7 @@ def _buffers(
 ) -> Term:
     """A buffer term: on the GPU only, its substitution ending in its value."""
     return Term(key="buffers", label=label, gpu_bytes=value, cpu_bytes=0.0, formula=formula,
-                render=lambda: f"{substituted()} = {_gb(value)}", source=source)  # fmt: skip
+                render=lambda: f"{substituted()} = {tex_gb(value)}", source=source)  # fmt: skip
 
 
 def verdict(setup: TrainingSetup, gpu_memory_bytes: float) -> Verdict:

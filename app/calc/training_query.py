@@ -16,7 +16,8 @@ from app.calc.performance import measured_terms
 from app.calc.precision import OPTIMIZERS, RECIPES
 from app.calc.profiles import default_profile
 from app.calc.query_config import QUERY_CONFIG
-from app.calc.training import Parallelism, TrainingSetup, training_memory, verdict
+from app.calc.training import training_memory, verdict
+from app.calc.training_types import Parallelism, TrainingSetup
 
 MODEL_FIELDS = (
     "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab",

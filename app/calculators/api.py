@@ -7,18 +7,46 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Query
 
+from app.calc.memory import ZERO_STAGE_NAMES, model_states_all_stages
 from app.calc.model import count_params, from_hf_config
 from app.calc.training_query import TrainingQuery, training_result
-from app.calculators.memory_view import memory_result
 from app.calculators.schemas import (
     MemoryQuery,
     MemoryResult,
     ModelFromConfig,
     ModelShape,
+    StageMemory,
     TrainingMemoryResult,
 )
 
 router = APIRouter(prefix="/api/calc", tags=["calculators"])
+
+
+def memory_result(query: MemoryQuery) -> MemoryResult:
+    """The API's answer: every ZeRO stage's model states per GPU, from app.calc.memory."""
+    stages = model_states_all_stages(query.params, query.dp_degree)
+    recipe = stages[0].recipe
+    return MemoryResult(
+        params=query.params,
+        dp_degree=query.dp_degree,
+        recipe=recipe.name,
+        bytes_per_param={
+            "weights": recipe.weight_bytes,
+            "grads": recipe.grad_bytes,
+            "optimizer": recipe.optimizer_bytes,
+        },
+        stages=[
+            StageMemory(
+                zero_stage=s.zero_stage,
+                name=ZERO_STAGE_NAMES[s.zero_stage],
+                weights_bytes=s.weights_bytes,
+                grads_bytes=s.grads_bytes,
+                optimizer_bytes=s.optimizer_bytes,
+                total_bytes=s.total_bytes,
+            )
+            for s in stages
+        ],
+    )
 
 
 @router.get("/memory", response_model=MemoryResult)

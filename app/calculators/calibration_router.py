@@ -15,7 +15,8 @@ from starlette.datastructures import UploadFile
 from app.calc.calibration import Calibration
 from app.calc.commands.calibrate import report_data
 from app.calc.messages import Message, words_of
-from app.calc.planner_query import LABELS, PlannerQuery
+from app.calc.planner_fields import LABELS
+from app.calc.planner_query import PlannerQuery
 from app.calc.query_config import QUERY_CONFIG
 from app.calculators.calibration_view import (
     EXAMPLE_CSV,

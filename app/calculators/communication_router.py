@@ -91,7 +91,9 @@ def shareable_url(query: CommunicationQuery) -> str:
     return share_url(PAGE, query.model_dump())
 
 
-def _context(request: Request) -> tuple[dict[str, object], int]:
+def page_context(request: Request) -> tuple[dict[str, object], int]:
+    """The page's (and its fragment's) context for the request's inputs, and its status; the
+    cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(CommunicationQuery, raw, LABELS)
     options = {
@@ -113,7 +115,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "communication", _context)
+add_calculator_pages(router, PAGE, "communication", page_context)
 
 
 @router.get("/api/calc/communication", response_model=CommunicationResult, tags=["calculators"])

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.calc.communication_query import CommunicationQuery, communication_result
-from app.calc.links import LINKS
-from app.formatting import latex_number
 from app.i18n import N_
+from app.worked.communication import collective_time_latex
 
 
 def seconds(value: float) -> str:
@@ -55,18 +54,6 @@ class CommunicationView:
         )
 
 
-def _time_tex(row: dict[str, Any]) -> str:
-    """t = calls x (steps * alpha + bytes / beta), with this row's numbers."""
-    link = LINKS[row["link"]]
-    sent = row["bytes_per_step"] / row["calls_per_step"]
-    return (
-        f"{row['calls_per_step']} \\times \\left({row['latency_steps_per_call']} \\cdot "
-        f"{link.latency_s * 1e6:g}\\,\\mu s + \\frac{{{latex_number(sent)}\\,B}}"
-        f"{{{link.bandwidth_bytes_per_s / 1e9:g}\\,GB/s}}\\right) = "
-        f"{latex_number(row['time_s'])}\\,s"
-    )
-
-
 def communication_view(query: CommunicationQuery) -> CommunicationView:
     result = communication_result(query)
     sections = []
@@ -78,7 +65,7 @@ def communication_view(query: CommunicationQuery) -> CommunicationView:
                 {
                     **strategy,
                     "link_name": link["name"],
-                    "rows": [{**r, "time_tex": _time_tex(r)} for r in rows],
+                    "rows": [{**r, "time_tex": collective_time_latex(r)} for r in rows],
                 }
             )
     entries = [(s["strategy"], s["label"], s["time_s"]) for s in sections]

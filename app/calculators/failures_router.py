@@ -71,7 +71,9 @@ def shareable_url(query: FailuresQuery) -> str:
     return share_url(PAGE, query.model_dump())
 
 
-def _context(request: Request) -> tuple[dict[str, Any], int]:
+def page_context(request: Request) -> tuple[dict[str, Any], int]:
+    """The page's (and its fragment's) context for the request's inputs, and its status; the
+    cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(FailuresQuery, raw, LABELS)
     options = {"rate_kinds": list(RATE_KINDS.items())}
@@ -111,7 +113,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "failures", _context)
+add_calculator_pages(router, PAGE, "failures", page_context)
 
 
 @router.get("/api/calc/failures", response_model=FailuresResult, tags=["calculators"])

@@ -75,7 +75,9 @@ def shareable_url(query: InferenceQuery) -> str:
     )
 
 
-def _context(request: Request) -> tuple[dict[str, Any], int]:
+def page_context(request: Request) -> tuple[dict[str, Any], int]:
+    """The page's (and its fragment's) context for the request's inputs, and its status; the
+    cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(InferenceQuery, raw, LABELS)
     options = {
@@ -117,7 +119,7 @@ def _context(request: Request) -> tuple[dict[str, Any], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "inference", _context)
+add_calculator_pages(router, PAGE, "inference", page_context)
 
 
 @router.get(

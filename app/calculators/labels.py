@@ -150,7 +150,7 @@ SHOWN_BY_APP_CALC = (
     N_("1F1B (PipeDream-Flush)"),
     N_("Interleaved 1F1B"),
     N_("Zero bubble ZB-H1"),
-    # Where the planner places a parallel group (app.calc.planner.costs)
+    # Where the planner places a parallel group (app.calc.planner.comm_costs)
     N_("intra-node"),
     N_("inter-node"),
     # Memory terms (app.calc.training, app.calc.inference); a term on the CPU or of one dtype adds

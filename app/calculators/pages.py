@@ -4,12 +4,12 @@ result as the form changes, and the shareable address that fragment puts in the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from app.heavy_work import heavy_work_slot
 from app.journey.visits import record_visit
 from app.templating import templates
 
@@ -27,13 +27,17 @@ def share_url(path: str, values: Mapping[str, object]) -> str:
 
 
 def add_calculator_pages(
-    router: APIRouter, path: str, name: str, context: Context, heavy: bool = False
+    router: APIRouter,
+    path: str,
+    name: str,
+    context: Context,
+    slot: Callable[..., Any] | None = None,
 ) -> None:
     """`GET path` renders calculators/<name>.html; `GET path/result` renders the
     calculators/_<name>_result.html fragment and points the address bar at the inputs.
 
-    `heavy`: the context computes for long (the planner's search), so each page holds one of
-    the few heavy-work slots while it does (app/heavy_work.py)."""
+    `slot`: a dependency that holds one of the few heavy-work slots (app/heavy_work.py) while
+    the context computes for long (the planner's search)."""
 
     def page(request: Request) -> HTMLResponse:
         record_visit(request)
@@ -59,5 +63,5 @@ def add_calculator_pages(
             response_class=HTMLResponse,
             include_in_schema=False,
             name=f"{name}_{suffix}",
-            dependencies=[Depends(heavy_work_slot)] if heavy else None,
+            dependencies=[Depends(slot)] if slot else None,
         )

@@ -10,8 +10,9 @@ from pydantic import BaseModel
 from app.calc.pipeline import SCHEDULE_NAMES
 from app.calc.pipeline_query import LABELS, PipelineQuery, pipeline_result
 from app.calculators.pages import add_calculator_pages, share_url
-from app.calculators.pipeline_view import number, percent, pipeline_view, plain
+from app.calculators.pipeline_view import pipeline_view
 from app.forms import parse_form, query_inputs
+from app.worked.pipeline import number, percent, plain
 
 router = APIRouter()
 
@@ -74,7 +75,9 @@ def shareable_url(query: PipelineQuery) -> str:
     return share_url(PAGE, query.model_dump())
 
 
-def _context(request: Request) -> tuple[dict[str, object], int]:
+def page_context(request: Request) -> tuple[dict[str, object], int]:
+    """The page's (and its fragment's) context for the request's inputs, and its status; the
+    cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(PipelineQuery, raw, LABELS)
     options = {
@@ -95,7 +98,7 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "pipeline", _context)
+add_calculator_pages(router, PAGE, "pipeline", page_context)
 
 
 @router.get("/api/calc/pipeline", response_model=PipelineResult, tags=["calculators"])

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
 from app.calc.links import LINKS
 from app.calc.model import PRESETS
 from app.calc.planner import PIPELINE_SCHEDULES, RECOMPUTE
-from app.calc.planner_query import (
-    GPU_TYPES,
-    LABELS,
-    LAYOUT_FIELDS,
-    RUN_FIELDS,
-    RUN_PRESETS,
-    PlannerInputs,
-    PlannerQuery,
-    planner_result,
-)
+from app.calc.planner_answer import planner_result
+from app.calc.planner_fields import GPU_TYPES, LABELS, LAYOUT_FIELDS, RUN_FIELDS, RUN_PRESETS
+from app.calc.planner_query import PlannerInputs, PlannerQuery
 from app.calc.precision import OPTIMIZERS, RECIPES
 from app.calc.profiles import DEFAULT, built_in
 from app.calc.training_query import MODEL_FIELDS
@@ -40,7 +34,7 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
-from app.heavy_work import HeavyWorkSlot
+from app.heavy_work import heavy_work_unless
 from app.i18n import N_
 
 router = APIRouter()
@@ -269,9 +263,6 @@ def planner_context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "planner", planner_context, heavy=True)
-
-
 def searched(inputs: PlannerInputs, where: str) -> PlannerResult:
     """The planner's answer, or a 422 like the one FastAPI gives for a field (loc: `where`)
     for inputs the planner's own checks refuse. Called in the route's thread, as it searches."""
@@ -283,11 +274,35 @@ def searched(inputs: PlannerInputs, where: str) -> PlannerResult:
     return PlannerResult.model_validate(planner_result(inputs))
 
 
+# A search holds one of the few heavy-work slots (app/heavy_work.py), taken on the event loop
+# before the route's thread starts; a query whose plan is cached computes next to nothing and
+# takes none. (Should the plan leave the cache between the check and the route, that one
+# search runs without a slot: rare, and bounded by the cache's size.)
+async def planner_slot(request: Request) -> AsyncIterator[None]:
+    """The API's and the pages' slot. Reads the inputs itself, not as a FastAPI parameter, so
+    that inputs it refuses are reported once, by the route."""
+    if request.method == "POST":
+        try:
+            raw = await request.json()  # FastAPI has read the body already: no second read
+        except ValueError:
+            raw = None
+    else:
+        raw = query_inputs(request)
+    query = parse_form(PlannerInputs, raw, LABELS)[0] if isinstance(raw, dict) else None
+    # Inputs that fail these cheap checks fail before any search: nothing heavy follows.
+    async with heavy_work_unless(request, query is None or query.is_planned()):
+        yield
+
+
+add_calculator_pages(router, PAGE, "planner", planner_context, slot=planner_slot)
+
+
 # The API takes PlannerInputs, not PlannerQuery: FastAPI validates a route's inputs on the event
 # loop, and PlannerQuery's validation searches (seconds for the largest models). The search runs
-# in the route's thread, holding one of the few heavy-work slots (app/heavy_work.py).
-@router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
-def planner_api(query: Annotated[PlannerInputs, Query()], _: HeavyWorkSlot) -> PlannerResult:
+# in the route's thread.
+@router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
+            dependencies=[Depends(planner_slot)])  # fmt: skip
+def planner_api(query: Annotated[PlannerInputs, Query()]) -> PlannerResult:
     """Every valid dp x tp x pp x cp x ep layout of a model on a cluster, ranked by step time.
 
     Returns the fitting layouts fastest first (`top` of them), the Pareto front of step time
@@ -306,7 +321,8 @@ def planner_api(query: Annotated[PlannerInputs, Query()], _: HeavyWorkSlot) -> P
     return searched(query, "query")
 
 
-@router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"])
-def planner_api_post(query: PlannerInputs, _: HeavyWorkSlot) -> PlannerResult:
+@router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
+             dependencies=[Depends(planner_slot)])  # fmt: skip
+def planner_api_post(query: PlannerInputs) -> PlannerResult:
     """The same as GET /api/calc/planner, with the inputs as a JSON body."""
     return searched(query, "body")

@@ -19,86 +19,15 @@ from app.calc.model import PRESETS
 from app.calc.performance import measured_terms
 from app.calc.pipeline_query import PipelineQuery
 from app.calc.planner import LayoutCost, training_setup
-from app.calc.planner_query import PlannerQuery, chosen_cost, planner_result
+from app.calc.planner_answer import chosen_cost, planner_result
+from app.calc.planner_query import PlannerQuery
 from app.calc.profiles import default_profile
 from app.calc.training_query import MODEL_FIELDS, TrainingQuery
 from app.calculators import communication_router, compute_router, pipeline_router, training_router
 from app.calculators.communication_view import seconds
 from app.formatting import memory
-from app.i18n import N_, say
-
-STEP_LABELS = {
-    "compute": N_("Compute"),
-    "memory_bound": N_("Memory-bound kernels"),
-    "recompute": N_("Recompute"),
-    "exposed_tp": N_("Exposed TP communication"),
-    "exposed_cp_ep": N_("Exposed CP / EP communication"),
-    "exposed_pp": N_("Exposed PP sends"),
-    "exposed_dp": N_("Exposed DP communication"),
-    "bubble": N_("Pipeline bubble"),
-    "fixed": N_("Fixed costs (kernel launches, per micro-batch, per step)"),
-}
-MEMORY_LABELS = {
-    "model_states": N_("Model states (weights, gradients, optimizer)"),
-    "activations": N_("Activations"),
-    "loss": N_("Loss temporaries over the fp32 logits"),
-    "other": N_("Other (buffers, CUDA context, NCCL)"),
-    "allocator": N_("Reserved by the caching allocator"),
-}
-# The card that explains each term (content/cards/<id>.md).
-TERM_CARDS = {
-    "compute": "training-time-mfu",
-    "memory_bound": "roofline",
-    "fixed": "training-time-mfu",
-    "recompute": "activation-checkpointing",
-    "exposed_tp": "tensor-parallel",
-    "exposed_cp_ep": "context-parallel",
-    "exposed_pp": "3d-parallelism",
-    "exposed_dp": "compute-comm-overlap",
-    "bubble": "pipeline-bubble",
-    "model_states": "zero-stages",
-    "activations": "zero-and-activations",
-    "loss": "memory-anatomy",
-    "other": "memory-anatomy",
-    "allocator": "memory-anatomy",
-}
-# The calculator that computes each term: "training", "pipeline", "communication", "compute".
-TERM_CALCULATORS = {
-    "compute": "compute",
-    "memory_bound": "compute",
-    "fixed": "compute",
-    "recompute": "compute",
-    "exposed_tp": "communication",
-    "exposed_cp_ep": "communication",
-    "exposed_pp": "communication",
-    "exposed_dp": "communication",
-    "bubble": "pipeline",
-    "model_states": "training",
-    "activations": "training",
-    "loss": "training",
-    "other": "training",
-    "allocator": "training",
-}
-CALCULATOR_NAMES = {
-    "training": N_("training-memory calculator"),
-    "pipeline": N_("pipeline calculator"),
-    "communication": N_("communication calculator"),
-    "compute": N_("compute calculator"),
-}
-
-
-@dataclass(frozen=True)
-class Term:
-    key: str
-    label: str
-    value: float  # seconds or bytes
-    text: str
-    share: float  # of the step time or of the memory per GPU
-    x_percent: float
-    color: int
-    card: str
-    calculator: str  # its page's name, in words
-    url: str | None  # the calculator's page with this layout's numbers; None: out of its bounds
+from app.i18n import say
+from app.worked.planner import MEMORY_LABELS, STEP_LABELS, Term, planner_terms
 
 
 @dataclass(frozen=True)
@@ -194,22 +123,6 @@ def compute_url(query: PlannerQuery, cost: LayoutCost) -> str | None:
     return _valid_url(ComputeQuery, values, compute_router.shareable_url)
 
 
-def _terms(
-    labels: dict[str, str], values: dict[str, float], fmt: Any, urls: dict[str, str | None]
-) -> list[Term]:
-    total = sum(values.values()) or 1.0
-    terms, x = [], 0.0
-    for index, (key, label) in enumerate(labels.items()):
-        share = values[key] / total
-        calculator = TERM_CALCULATORS[key]
-        terms.append(
-            Term(key, label, values[key], fmt(values[key]), share, 100 * x, index % 8,
-                 TERM_CARDS[key], CALCULATOR_NAMES[calculator], urls[calculator]),
-        )  # fmt: skip
-        x += share
-    return terms
-
-
 def _chart(result: dict[str, Any]) -> dict[str, Any]:
     """Every listed layout and the Pareto front as (memory GB, step s), sorted by memory."""
     points: dict[str, tuple[float, float, bool]] = {}
@@ -244,7 +157,7 @@ def planner_view(query: PlannerQuery) -> PlannerView:
             "communication": communication_url(query, cost),
             "compute": compute_url(query, cost),
         }
-        step_terms = _terms(STEP_LABELS, cost.step.terms(), seconds, urls)
+        step_terms = planner_terms(STEP_LABELS, cost.step.terms(), seconds, urls)
         parts = {
             "model_states": cost.model_states_bytes,
             "activations": cost.activation_bytes,
@@ -252,5 +165,5 @@ def planner_view(query: PlannerQuery) -> PlannerView:
             "other": cost.other_bytes,
             "allocator": cost.allocator_bytes,
         }
-        memory_terms = _terms(MEMORY_LABELS, parts, memory, urls)
+        memory_terms = planner_terms(MEMORY_LABELS, parts, memory, urls)
     return PlannerView(result, cost, step_terms, memory_terms, json.dumps(_chart(result)), url)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.calculators.memory_view import stage_views
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import MemoryForm
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
 from app.templating import templates
+from app.worked.memory import stage_views
 
 router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
 
@@ -34,7 +34,7 @@ def _memory_context(request: Request) -> tuple[dict[str, object], int]:
         "form": form,
         "raw": raw,
         "query": query,
-        "stages": stage_views(query),
+        "stages": stage_views(query.params, query.dp_degree),
         "share_url": share_url("/calculators/memory", shared),
     }, 200
 

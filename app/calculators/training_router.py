@@ -12,9 +12,10 @@ from app.calc.model import PRESETS
 from app.calc.precision import OPTIMIZERS, RECIPES, bytes_per_param, conventions
 from app.calc.training_query import LABELS, MODEL_FIELDS, TrainingQuery
 from app.calculators.pages import add_calculator_pages, share_url
-from app.calculators.training_view import assumptions, training_view
+from app.calculators.training_view import training_view
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
+from app.worked.training import assumptions
 
 router = APIRouter()
 
@@ -33,7 +34,9 @@ def shareable_url(query: TrainingQuery) -> str:
     )
 
 
-def _context(request: Request) -> tuple[dict[str, object], int]:
+def page_context(request: Request) -> tuple[dict[str, object], int]:
+    """The page's (and its fragment's) context for the request's inputs, and its status; the
+    cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(TrainingQuery, raw, LABELS)
     options = {
@@ -72,4 +75,4 @@ def _context(request: Request) -> tuple[dict[str, object], int]:
     }, 200
 
 
-add_calculator_pages(router, PAGE, "training", _context)
+add_calculator_pages(router, PAGE, "training", page_context)

@@ -9,12 +9,13 @@ import json
 from dataclasses import dataclass, replace
 
 from app.calc.gpus import GPUS, Gpu
-from app.calc.precision import bytes_per_param, conventions
+from app.calc.precision import conventions
 from app.calc.training import MemoryReport, Verdict, memory_vs_dp, training_memory, verdict
 from app.calc.training_query import TrainingQuery
 from app.calc.units import MEMORY_UNITS
 from app.formatting import memory
-from app.i18n import N_, gettext
+from app.i18n import N_
+from app.worked.training import zero_stage_note
 
 ZERO_STAGE_LABELS = ("ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3")
 CHART_DP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -98,7 +99,7 @@ def training_view(query: TrainingQuery) -> TrainingView:
     notes = []
     for lower, higher in zip(by_stage, by_stage[1:], strict=False):
         if higher.gpu_bytes > lower.gpu_bytes:
-            notes.append(_stage_note(lower, higher, query.unit))
+            notes.append(zero_stage_note(lower, higher, query.unit))
     return TrainingView(
         query=query,
         report=report,
@@ -112,53 +113,4 @@ def training_view(query: TrainingQuery) -> TrainingView:
     )
 
 
-def _stage_note(lower: MemoryReport, higher: MemoryReport, unit: str) -> str:
-    """Why one more ZeRO stage needs more memory: its buffer outweighs what it shards."""
-    k = higher.setup.parallel.zero_stage
-    values = {
-        "k": k,
-        "lower": k - 1,
-        "gathered": memory(higher.term("buffers").gpu_bytes, unit),
-        "bucket": memory(lower.term("buffers").gpu_bytes, unit),
-    }
-    if k == 2:  # ZeRO-1's buckets are the gradients' views (or their copy, never smaller)
-        template = gettext(
-            "ZeRO-2 needs more than ZeRO-1 here: its %(gathered)s reduce bucket outweighs the "
-            "gradient memory that sharding saves."
-        )
-    else:
-        template = gettext(
-            "ZeRO-%(k)s needs more than ZeRO-%(lower)s here: it holds a %(gathered)s "
-            "buffer of whole layers gathered ahead of use, where ZeRO-%(lower)s keeps a "
-            "%(bucket)s gradient bucket, and that outweighs what sharding one more state "
-            "saves."
-        )
-    return template % values
-
-
-def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
-    """(constant, value, source) rows for the assumptions panel."""
-    b = bytes_per_param(query.recipe, query.optimizer)
-    gpu = GPUS[query.gpu]
-    return [
-        (N_("Weights, bytes per parameter"), f"{b.weights:g}", b.weights_source),
-        (N_("Gradients, bytes per parameter"), f"{b.grads:g}", b.grads_source),
-        (N_("Master weights, bytes per parameter"), f"{b.master:g}", b.master_source),
-        (N_("Optimizer states, bytes per parameter"), f"{b.optimizer:g}", b.optimizer_source),
-        (N_("GPU memory"), memory(gpu.memory_bytes, query.unit), gpu.source),
-        (N_("Runtime overhead"), memory(query.overhead_gb * 1e9, query.unit),
-         "CUDA context and communicator buffers: 1–2 GB in the Ultra-Scale Playbook; editable"),
-        (N_("Gradient bucket"), f"{query.bucket_mb:g} MB",
-         "ZeRO-2's reduce bucket; PyTorch DDP's bucket_cap_mb default is 25 MiB; editable"),
-        (N_("DDP copies gradients into its buckets"), _yes_no(query.grad_bucket_copy),
-         "DDP and ZeRO-1: torch DDP's gradient_as_bucket_view=False (its default) keeps the "
-         "buckets beside the gradients, a second copy; Megatron-LM's gradients are views of "
-         "its buckets (measured by the ZeRO demo)"),
-    ]  # fmt: skip
-
-
-def _yes_no(flag: bool) -> str:
-    return gettext("yes") if flag else gettext("no")
-
-
-__all__ = ["TrainingView", "assumptions", "conventions", "training_view"]
+__all__ = ["TrainingView", "conventions", "training_view"]

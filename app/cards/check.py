@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from app.cards.models import CLOSING_SECTIONS, FIRST_SECTION, Card
 from app.cards.service import SECTION_START
-from app.quiz.bank import GRADED_KINDS, QuestionBank, QuizItem
+from app.quiz.bank import QuestionBank
+from app.quiz.items import GRADED_KINDS, QuizItem
 from app.quiz.service import Question, draw_question
 
 # A check per main section, up to this many: a card is read, not drilled (the quiz is for that).

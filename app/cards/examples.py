@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
 from app.calc.planner import Layout, cluster, plan, plan_request, why_not
-from app.calculators.memory_view import stage_views
-from app.calculators.planner_view import STEP_LABELS
 from app.calculators.schemas import MemoryQuery
 from app.i18n import N_, gettext
 from app.templating import templates
+from app.worked.memory import stage_views
+from app.worked.planner import STEP_LABELS
 
 # Each calculator a card can name (in front matter and in its ```example blocks, by the same
 # slugs): its page, and its name, translated where a page shows it.
@@ -65,7 +65,7 @@ def memory_example(body: str) -> str:
     except ValidationError as exc:
         raise ExampleError(str(exc)) from exc
     table = templates.get_template("calculators/_memory_breakdown.html").render(
-        query=query, stages=stage_views(query), show_link=True
+        query=query, stages=stage_views(query.params, query.dp_degree), show_link=True
     )
     return f'<div class="worked-example">{table}</div>\n'
 
@@ -139,7 +139,7 @@ def calculator_example(router_module: str, name: str) -> Callable[[str], str]:
                 "query_string": _query_string(_inputs(body)),
             }  # fmt: skip
         )
-        context, status = module._context(request)
+        context, status = module.page_context(request)
         if status != 200:
             raise ExampleError("; ".join(map(str, context.get("errors", []))) or "bad inputs")
         fragment = templates.get_template(f"calculators/_{name}_result.html").render(

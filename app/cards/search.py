@@ -23,8 +23,8 @@ from html import escape
 from app.cards.models import Card
 from app.cards.plain_text import markdown_text
 from app.i18n import current_language, language
-from app.quiz.bank import GeneratedItem, QuizItem
 from app.quiz.generators import GENERATORS
+from app.quiz.items import GeneratedItem, QuizItem
 from app.quiz.service import fill_prompt
 
 

@@ -22,7 +22,8 @@ from app.journey.plan import (
     step_minutes,
 )
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS, Level, Step, steps
-from app.quiz.bank import GRADED_KINDS, QuestionBank
+from app.quiz.bank import QuestionBank
+from app.quiz.items import GRADED_KINDS
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.progress import Progress, pooled_mastery, topic_progress, weakest_topics
 

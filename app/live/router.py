@@ -7,6 +7,9 @@ Every page in app/live/pages/ gets the same four routes (see app/live/demo_page.
   GET /demos/runs/<id>       a finished run, replayed through the same templates (shareable)
 and a finished run's raw rows, one per rank per step (app/live/raw_rows.py):
   GET /demos/runs/<id>/rows.csv, /demos/runs/<id>/rows.json
+
+Here: each page's routes and the relay of a live run. The recorded runs' routes are
+app/live/recorded_runs.py (mounted here); how a run's events show, app/live/run_view.py.
 """
 
 from __future__ import annotations
@@ -15,23 +18,20 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
 from app.errors import is_htmx
 from app.forms import parse_form, query_inputs
 from app.i18n import N_, gettext, say
-from app.language import request_language
 from app.live.demo_page import DemoPage
 from app.live.job_cost import estimated_cost_s
-from app.live.models import DemoRun
 from app.live.pages import DEMO_PAGES
 from app.live.queue import (
     JobQueue,
@@ -41,15 +41,15 @@ from app.live.queue import (
     QueueEntry,
     until_cancelled,
 )
-from app.live.raw_rows import measurement_rows, rows_csv, rows_json
-from app.live.runs import finish_run, get_run, start_run
-from app.live.verdict import reason_lines, tally
+from app.live.recorded_runs import router as recorded_runs_router
+from app.live.run_view import RunView, card_links, failure_event, status_event
+from app.live.runs import finish_run, start_run
 from app.live.worker_client import WorkerClient, WorkerUnavailable
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
 from app.security import SESSION_CSRF_KEY, SESSION_USER_KEY
 from app.templating import templates
 from demos.specs import DEMO_COLLECTIVES
-from demos.specs._devices import job_problem
+from demos.specs.devices import job_problem
 
 log = logging.getLogger(__name__)
 
@@ -76,22 +76,6 @@ def _owner(request: Request) -> Owner:
         # A digest: the token is the session's CSRF secret.
         return Owner(f"session:{hashlib.sha256(session_token.encode()).hexdigest()[:16]}", address)
     return Owner(f"address:{address}", address)
-
-
-def _render(request: Request, template: str, **context: Any) -> str:
-    return templates.get_template(template).render(request=request, **context)
-
-
-def _html_event(request: Request, template: str, **context: Any) -> ServerSentEvent:
-    return ServerSentEvent(raw_data=_render(request, template, **context))
-
-
-def _status(request: Request, text: str) -> ServerSentEvent:
-    return _html_event(request, "demos/_status.html", text=text)
-
-
-def _failure(request: Request, message: str) -> ServerSentEvent:
-    return _html_event(request, "demos/_failure.html", message=message)
 
 
 def _errors(request: Request, errors: list[str], status_code: int) -> HTMLResponse:
@@ -123,154 +107,8 @@ def demos_index(request: Request) -> HTMLResponse:
     )
 
 
-@dataclass
-class RunView:
-    """Turns a run's worker events into what the page shows: live, or replayed from the DB."""
-
-    request: Request
-    page: DemoPage
-    params: BaseModel
-    run_id: str
-    world_size: int | None = None
-    backend: str | None = None
-    prediction: Any = None
-    measurements: int = 0
-    rows: int = 0
-
-    def accepted(self, world_size: int, backend: str | None) -> None:
-        self.world_size = world_size
-        self.backend = backend
-        self.prediction = self.page.predict(self.params, world_size)
-
-    def render(self, event: dict[str, Any]) -> list[ServerSentEvent]:
-        context = {
-            "params": self.params,
-            "prediction": self.prediction,
-            "world_size": self.world_size,
-            "run_id": self.run_id,
-        }
-        kind = event.get("event")
-        if kind == "measurement" and self.prediction is not None:
-            self.measurements += 1
-            self.rows += len(event.get("ranks", []))
-            template = f"demos/_{self.page.demo}_rows.html"
-            shown = [
-                _html_event(self.request, template, event=event, **context),
-                _html_event(self.request, "demos/_progress.html",
-                            measurements=self.measurements, rows=self.rows),
-            ]  # fmt: skip
-            if self.page.chart_data is not None:
-                data = self.page.chart_data(event, self.prediction)
-                shown.append(ServerSentEvent(event="measurement", data=data))
-            return shown
-        if kind == "done":
-            template = f"demos/_{self.page.demo}_summary.html"
-            summary = event["summary"]
-            shown = [_html_event(self.request, template, summary=summary, **context)]
-            if self.prediction is not None:
-                checks = self.page.verdict(summary, self.prediction, self.backend)
-                lines = list(zip(checks, reason_lines(checks), strict=True))
-                verdict = {"rows": lines, "tally": tally(checks)}
-                shown.append(_html_event(self.request, "demos/_verdict.html", **verdict))
-            return shown + [
-                _html_event(self.request, "demos/_share.html", run_id=self.run_id),
-                self._downloads(),
-                _status(self.request, gettext("Finished.")),
-            ]
-        if kind == "error":
-            shown = [
-                _failure(self.request, str(event.get("message", gettext("the demo failed")))),
-                _status(self.request, gettext("Failed.")),
-            ]
-            if self.rows:  # the rows measured before the failure are kept with the run
-                shown.append(self._downloads())
-            return shown
-        return []
-
-    def _downloads(self) -> ServerSentEvent:
-        return _html_event(self.request, "demos/_downloads.html", run_id=self.run_id, oob=True)
-
-
-def _card_links(request: Request, page: DemoPage) -> list[tuple[str, str]]:
-    """(id, short title in the page's language) of the cards a demo page points to."""
-    cards, lang = request.app.state.cards, request_language(request)
-    found = [cards.shown_in(card_id, lang) for card_id in page.cards]
-    return [(card.meta.id, card.meta.short_title) for card in found if card is not None]
-
-
-def _page_of(demo: str) -> DemoPage | None:
-    return next((page for page in DEMO_PAGES.values() if page.demo == demo), None)
-
-
-def _recorded(request: Request, run_id: str) -> tuple[DemoRun, DemoPage]:
-    run = get_run(request.app.state.engine, run_id)
-    page = _page_of(run.demo) if run else None
-    if run is None or page is None or run.world_size is None:
-        raise HTTPException(404, N_("No such demo run (the link may be mistyped)."))
-    return run, page
-
-
-@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-def recorded_run(
-    request: Request, recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)]
-) -> HTMLResponse:
-    """A finished run, shown with the page it ran from; its events replay through the stream."""
-    run, page = recorded
-    params = page.params.model_validate(run.params)
-    context = {
-        "page": page,
-        "params": params,
-        "errors": [],
-        "card_links": _card_links(request, page),
-        "run": run,
-        "prediction": page.predict(params, int(run.world_size or 1)),
-        "world_size": run.world_size,
-        "status": {"world_size": run.world_size, "backend": run.backend},
-        "stream_url": f"/demos/runs/{run.id}/events",
-    }
-    return templates.TemplateResponse(request, "demos/run.html", context)
-
-
-@router.get("/runs/{run_id}/events", response_class=EventSourceResponse, include_in_schema=False)
-async def recorded_run_events(
-    request: Request, recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)]
-) -> AsyncIterable[ServerSentEvent]:
-    """A recorded run's events, replayed through the same templates as a live run."""
-    run, page = recorded
-    view = RunView(request, page, page.params.model_validate(run.params), run.id)
-    view.accepted(int(run.world_size or 1), run.backend)
-    when = f"{run.created_at:%Y-%m-%d %H:%M}"
-    yield _status(request, gettext("Recorded run of %(when)s UTC.") % {"when": when})
-    for event in run.events:
-        for shown in view.render(event):
-            yield shown
-    if run.status == "failed" and not any(e.get("event") == "error" for e in run.events):
-        yield _failure(request, run.message or gettext("the run failed"))
-    yield ServerSentEvent(event="done", data="done")
-
-
-def _download(run: DemoRun, body: str, suffix: str, media_type: str) -> Response:
-    filename = f"shardlab-{run.demo.replace('_', '-')}-{run.id}-rows.{suffix}"
-    disposition = {"Content-Disposition": f'attachment; filename="{filename}"'}
-    return Response(body, media_type=media_type, headers=disposition)
-
-
-@router.get("/runs/{run_id}/rows.csv", include_in_schema=False)
-def recorded_rows_csv(
-    recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)],
-) -> Response:
-    """The run's raw rows as CSV: a header, then one row per rank per step."""
-    run, _page = recorded
-    return _download(run, rows_csv(measurement_rows(run.events)), "csv", "text/csv")
-
-
-@router.get("/runs/{run_id}/rows.json", include_in_schema=False)
-def recorded_rows_json(
-    recorded: Annotated[tuple[DemoRun, DemoPage], Depends(_recorded)],
-) -> Response:
-    """The run's raw rows as a JSON list of objects, one per rank per step."""
-    run, _page = recorded
-    return _download(run, rows_json(measurement_rows(run.events)), "json", "application/json")
+# Under this router's /demos, so that app/main.py still mounts one router for the demos.
+router.include_router(recorded_runs_router)
 
 
 def add_demo_routes(page: DemoPage) -> None:
@@ -287,7 +125,7 @@ def add_demo_routes(page: DemoPage) -> None:
                 "page": page,
                 "params": params or page.params(),
                 "errors": [],
-                "card_links": _card_links(request, page),
+                "card_links": card_links(request, page),
             },
         )
 
@@ -360,15 +198,15 @@ def add_demo_routes(page: DemoPage) -> None:
             async with queue.place(_owner(request), page.demo, cost_s) as entry:
                 async for ahead in queue.turns(entry):
                     queued = gettext("Queued: %(ahead)s run(s) ahead of this one…")
-                    yield _status(request, queued % {"ahead": ahead})
+                    yield status_event(request, queued % {"ahead": ahead})
                 async for event in run_and_record(request, params, entry):
                     yield event
         except QueueBusy as exc:
-            yield _failure(request, str(exc))
-            yield _status(request, gettext("Not started."))
+            yield failure_event(request, str(exc))
+            yield status_event(request, gettext("Not started."))
         except QueueCancelled:
-            yield _failure(request, gettext(CANCELLED_BY_ADMIN))
-            yield _status(request, gettext("Not started."))
+            yield failure_event(request, gettext(CANCELLED_BY_ADMIN))
+            yield status_event(request, gettext("Not started."))
         yield ServerSentEvent(event="done", data="done")
 
     async def run_and_record(
@@ -390,7 +228,9 @@ def add_demo_routes(page: DemoPage) -> None:
                     backend = str(event["backend"])
                     view.accepted(int(event["world_size"]), backend)
                     running = gettext("Running on %(ranks)s ranks (%(backend)s)…")
-                    yield _status(request, running % {"ranks": view.world_size, "backend": backend})
+                    yield status_event(
+                        request, running % {"ranks": view.world_size, "backend": backend}
+                    )
                     continue
                 recorded.append(event)
                 if kind == "error":
@@ -403,14 +243,14 @@ def add_demo_routes(page: DemoPage) -> None:
             if outcome == "cancelled" and entry.cancelled.is_set():
                 message = CANCELLED_BY_ADMIN
                 log.info("%s demo cancelled by the admin", page.demo)
-                yield _failure(request, gettext(CANCELLED_BY_ADMIN))
-                yield _status(request, gettext("Cancelled."))
+                yield failure_event(request, gettext(CANCELLED_BY_ADMIN))
+                yield status_event(request, gettext("Cancelled."))
         except WorkerUnavailable as exc:
             outcome, message = "failed", str(exc)
             log.warning("%s demo lost the worker: %s", page.demo, message)
             restarting = gettext("%(message)s. The worker is being restarted.")
-            yield _failure(request, restarting % {"message": message})
-            yield _status(request, gettext("Failed."))
+            yield failure_event(request, restarting % {"message": message})
+            yield status_event(request, gettext("Failed."))
             await restart_worker(request, reason=message)
         finally:
             await watched.aclose()

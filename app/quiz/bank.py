@@ -1,168 +1,23 @@
 """The question bank: content/quiz/*.yaml, validated when the app starts.
 
-Each file is a list of items; `kind` picks the item's shape. An item names the card it
+Each file is a list of items (app/quiz/items.py: `kind` picks the item's shape); its editions in
+other languages, beside it, give only the words (app/quiz/editions.py). An item names the card it
 practises (`card`), which is the only link between cards and items.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import TypeAdapter, ValidationError
 
-from app.cards.audit import half_unit, to_figure
-from app.cards.models import Slug
-from app.i18n import N_
+from app.quiz.editions import load_editions
 from app.quiz.generators import GENERATORS
+from app.quiz.items import BankError, GeneratedItem, QuizItem
 
-Markdown = Annotated[str, Field(min_length=1)]
-# The units of numeric and generated items that are words, marked for translation: the question
-# and its result say them in the reader's language (the templates' |t); a symbol (GB, s, %)
-# reads the same in every language. tests/quiz/test_bank.py keeps the list complete.
-UNIT_WORDS = (
-    N_("GPU-hours"),
-    N_("billion parameters"),
-    N_("bytes"),
-    N_("days"),
-    N_("interruptions"),
-    N_("layout"),
-    N_("micro-batches"),
-    N_("restarts"),
-    N_("tokens"),
-)
-
-
-class BankError(ValueError):
-    """A quiz file that does not meet the format; names the file and what is wrong."""
-
-
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: Slug
-    card: Slug
-    prompt: Markdown
-
-
-class ChoiceOption(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    text: Markdown
-    correct: bool
-    explanation: Markdown
-
-
-class SingleChoiceItem(_Item):
-    kind: Literal["single"]
-    # What the question page calls the kind (the templates' |t says it in the reader's language).
-    kind_label: ClassVar[str] = N_("single choice")
-    options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
-    explanation: str = ""
-
-    @model_validator(mode="after")
-    def _exactly_one_correct(self) -> Self:
-        if sum(o.correct for o in self.options) != 1:
-            raise ValueError("a single-choice item has exactly one correct option")
-        return self
-
-
-class MultipleChoiceItem(_Item):
-    kind: Literal["multiple"]
-    kind_label: ClassVar[str] = N_("multiple choice")
-    options: Annotated[list[ChoiceOption], Field(min_length=2, max_length=8)]
-    explanation: str = ""
-
-    @model_validator(mode="after")
-    def _at_least_one_correct(self) -> Self:
-        if not any(o.correct for o in self.options):
-            raise ValueError("a multiple-choice item has at least one correct option")
-        return self
-
-
-class NumericItem(_Item):
-    """A published figure: the answer is typed in, the solution says where it comes from.
-
-    The tolerance follows the precision the source prints: `answer: 46.2` accepts 46.15 to
-    46.25, and `answer: 30` (an integer) 25 to 35. An item may accept more, never less, and
-    says why in `wider_because` (a learner who quotes the source is never marked wrong).
-    """
-
-    kind: Literal["numeric"]
-    kind_label: ClassVar[str] = N_("numeric")
-    answer: float
-    printed: str = ""  # the answer as the source prints it; taken from `answer` as written
-    source: Markdown  # the work and the place in it (section, table, line) that prints it
-    unit: str
-    relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)] | None = None
-    absolute_tolerance: Annotated[float, Field(gt=0)] | None = None
-    wider_because: str = ""
-    solution: Markdown
-
-    @model_validator(mode="before")
-    @classmethod
-    def _as_printed(cls, data: object) -> object:
-        if isinstance(data, dict) and "answer" in data and not data.get("printed"):
-            answer = data["answer"]
-            printed = repr(answer) if isinstance(answer, float) else str(answer)
-            data = {**data, "printed": printed, "answer": float(to_figure(answer))}
-        return data
-
-    @model_validator(mode="after")
-    def _tolerance_follows_the_source(self) -> Self:
-        if self.relative_tolerance is not None and self.absolute_tolerance is not None:
-            raise ValueError("give at most one of relative_tolerance and absolute_tolerance")
-        precision = float(half_unit(to_figure(self.printed)))
-        given = (self.absolute_tolerance if self.relative_tolerance is None
-                 else self.relative_tolerance * abs(self.answer))  # fmt: skip
-        if given is None:
-            object.__setattr__(self, "absolute_tolerance", precision)
-        elif given < precision * (1 - 1e-9):
-            raise ValueError(
-                f"tolerance {given:g} is tighter than the source prints {self.printed} "
-                f"(±{precision:g}): leave the tolerance out, or widen it"
-            )
-        elif given > precision * (1 + 1e-9) and not self.wider_because.strip():
-            raise ValueError(f"tolerance {given:g} is wider than the source's ±{precision:g}: "
-                             "say why in wider_because")  # fmt: skip
-        return self
-
-
-class GeneratedItem(_Item):
-    """A numeric question whose inputs are drawn from `choices` and answered by a calculator."""
-
-    kind: Literal["generated"]
-    kind_label: ClassVar[str] = N_("generated")
-    generator: str
-    unit: str
-    relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)]
-    choices: dict[str, Annotated[list[float | int], Field(min_length=1)]]
-
-    def all_inputs(self) -> Iterator[dict[str, float | int]]:
-        """Every combination of the choices (the cartesian product)."""
-        names = list(self.choices)
-        for values in itertools.product(*(self.choices[n] for n in names)):
-            yield dict(zip(names, values, strict=True))
-
-
-class FlashcardItem(_Item):
-    """Free recall: the learner answers in their head, reveals `back`, and rates themselves."""
-
-    kind: Literal["flashcard"]
-    kind_label: ClassVar[str] = N_("flashcard")
-    back: Markdown
-
-
-QuizItem = Annotated[
-    SingleChoiceItem | MultipleChoiceItem | NumericItem | GeneratedItem | FlashcardItem,
-    Field(discriminator="kind"),
-]
 _ITEMS = TypeAdapter(list[QuizItem])
-# Kinds graded against a right answer (a flashcard is rated by the learner).
-GRADED_KINDS = frozenset({"single", "multiple", "numeric", "generated"})
 
 
 class QuestionBank:
@@ -175,9 +30,6 @@ class QuestionBank:
     @classmethod
     def load(cls, quiz_dir: Path) -> QuestionBank:
         """The items of quiz_dir/*.yaml, and their editions in quiz_dir/<LANGUAGES folder>."""
-        # Editions are built from this module's item types, so they are imported here.
-        from app.quiz.editions import load_editions
-
         by_file: dict[str, list[QuizItem]] = {}
         for path in sorted(quiz_dir.glob("*.yaml")):
             try:

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from app.cards.models import LANGUAGES, Slug
-from app.quiz.bank import (
+from app.quiz.items import (
     BankError,
     FlashcardItem,
     GeneratedItem,

@@ -19,7 +19,8 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.calc.messages import N_, Message
 from app.db import get_row
-from app.quiz.bank import GRADED_KINDS, GeneratedItem, QuestionBank
+from app.quiz.bank import QuestionBank
+from app.quiz.items import GRADED_KINDS, GeneratedItem
 from app.quiz.models import MockInterview, QuizAttempt
 from app.quiz.review_queue import askable_items
 from app.quiz.service import Question, question_for

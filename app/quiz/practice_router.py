@@ -21,8 +21,8 @@ from app.forms import SubmittedForm
 from app.i18n import gettext, say
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
-from app.quiz.bank import QuizItem
 from app.quiz.grading import AnswerError
+from app.quiz.items import QuizItem
 from app.quiz.router import bank_of, card_title, question_from_form
 from app.quiz.service import draw_question, grade
 from app.security import OptionalUser

@@ -29,9 +29,11 @@ from pydantic import (
 from sqlmodel import Session, SQLModel, select
 
 from app.calc.planner import RULES
+from app.db import SQLITE_INTEGERS
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.design_run import DesignAnswer, Verdict
+from app.quiz.layouts import SCENARIOS
 from app.quiz.models import (
     MAX_NEW_PER_DAY,
     MIN_NEW_PER_DAY,
@@ -66,13 +68,15 @@ def _in_utc(value: datetime) -> datetime:
 
 
 FileTime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+# SQLite stores an integer in 8 bytes: a count past that failed the import with a 500 too.
+StoredCount = Annotated[int, Field(ge=0, le=SQLITE_INTEGERS.stop - 1)]
 
 
 class ExportedState(_Strict):
     item_id: Annotated[str, Field(min_length=1, max_length=100)]
     fsrs_card: dict[str, Any]
-    reviews: Annotated[int, Field(ge=0)]
-    lapses: Annotated[int, Field(ge=0)]
+    reviews: StoredCount
+    lapses: StoredCount
 
     @field_validator("fsrs_card")
     @classmethod
@@ -95,7 +99,7 @@ class ExportedAttempt(_Strict):
     unit: Annotated[str, Field(max_length=20)]
     correct: bool
     rating: Annotated[int, Field(ge=1, le=4)] | None
-    duration_ms: Annotated[int, Field(ge=0)] | None
+    duration_ms: StoredCount | None
     created_at: FileTime
 
 
@@ -107,7 +111,8 @@ class ExportedGoal(_Strict):
 
 
 class ExportedDesign(_Strict):
-    scenario: int
+    # Bounded here too, so a wrong one is named where it is: not "layout.scenario" (issue #25).
+    scenario: Annotated[int, Field(ge=0, lt=len(SCENARIOS))]
     layout: dict[str, int | str]
     score: Annotated[float, Field(ge=0, le=1)]
     verdict: Verdict
@@ -261,6 +266,9 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         state.reviews, state.lapses = s.reviews, s.lapses
         state.updated_at = datetime.now(UTC)
         session.add(state)
+        # A file may name an item twice: its later entry is compared with this one, not added
+        # as a second schedule (which failed the import with a 500, issue #25).
+        states[s.item_id] = state
         updated += 1
     goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
     designs_added = _add_unseen(

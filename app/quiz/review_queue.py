@@ -23,7 +23,8 @@ from sqlmodel import Session, col, select
 
 from app.calc.messages import N_, Message
 from app.cards.service import CardLibrary
-from app.quiz.bank import QuestionBank, QuizItem
+from app.quiz.bank import QuestionBank
+from app.quiz.items import QuizItem
 from app.quiz.models import ItemMark, ItemState, QuizAttempt, ReviewSettings
 from app.quiz.scheduling import recall_probability
 

@@ -20,11 +20,12 @@ from app.forms import SubmittedForm
 from app.i18n import N_, gettext, say
 from app.language import request_language
 from app.quiz.answer_form import read_answer_form
-from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.bank import QuestionBank
 from app.quiz.browser_router import router as browser_router
 from app.quiz.design_router import router as design_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
+from app.quiz.items import GeneratedItem
 from app.quiz.mock_router import router as mock_router
 from app.quiz.progress import ReviewCount, review_count, review_results
 from app.quiz.progress_router import router as progress_router

@@ -20,7 +20,9 @@ from sqlmodel import Session, col, delete, select
 
 from app.accounts.models import User
 from app.calc.messages import N_, Message
-from app.quiz.bank import (
+from app.quiz.generators import GENERATORS, Solution
+from app.quiz.grading import AnswerError, grade_choice, parse_number, within_tolerance
+from app.quiz.items import (
     FlashcardItem,
     GeneratedItem,
     MultipleChoiceItem,
@@ -28,8 +30,6 @@ from app.quiz.bank import (
     QuizItem,
     SingleChoiceItem,
 )
-from app.quiz.generators import GENERATORS, Solution
-from app.quiz.grading import AnswerError, grade_choice, parse_number, within_tolerance
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.rendering import markdown_html
 from app.quiz.scheduling import new_card, preview, rating_for_answer, review

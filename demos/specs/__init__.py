@@ -5,7 +5,7 @@ reaches the worker, and the worker validates again with the same models.
 
 One module per demo, named like the demo (`demos/specs/<demo>.py` for `demos/<demo>.py`),
 each defining `PARAMS`, its pydantic model, and `COLLECTIVES`, the kinds its tensors travel by
-(demos/specs/_devices.py says which a backend runs on which device), and `MIN_RANKS` where a
+(demos/specs/devices.py says which a backend runs on which device), and `MIN_RANKS` where a
 demo needs more than one rank. The worker's demo table is built from this one.
 """
 
@@ -19,11 +19,14 @@ from pydantic import BaseModel
 
 
 def _discover() -> dict[str, ModuleType]:
-    return {
-        info.name: importlib.import_module(f"{__name__}.{info.name}")
+    """Every module here that defines PARAMS: a demo's spec (devices.py is the table of what
+    each backend runs, not a demo)."""
+    modules = (
+        importlib.import_module(f"{__name__}.{info.name}")
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)
-        if not info.name.startswith("_")
-    }
+    )
+    return {module.__name__.rsplit(".", 1)[1]: module for module in modules
+            if hasattr(module, "PARAMS")}  # fmt: skip
 
 
 _SPECS = _discover()

@@ -10,14 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.calc.calibration import (
-    PRIOR_WEIGHT,
-    MeasuredRun,
-    fit,
-    load_runs,
-    predict,
-    run_to_row,
-)
+from app.calc.calibration import PRIOR_WEIGHT, fit, predict
+from app.calc.calibration_runs import MeasuredRun, load_runs, run_to_row
 from app.calc.performance import PerformanceProfile
 from app.calc.planner import Layout, cluster, plan_request
 

@@ -29,7 +29,8 @@ from app.calc.planner import (
     violations,
     why_not,
 )
-from app.calc.planner.costs import Costs, comm_seconds, communicator_bytes
+from app.calc.planner.comm_costs import comm_seconds, communicator_bytes
+from app.calc.planner.costs import Costs
 from app.calc.planner.published import RUNS, request_for
 from app.calc.planner.rules import degrees_of
 from app.calc.planner.search import _divisors

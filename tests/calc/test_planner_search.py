@@ -14,18 +14,13 @@ from hypothesis import strategies as st
 from app.calc.comm_volume import bucket_elements, stage_params
 from app.calc.model import ModelConfig
 from app.calc.planner import Layout, PlanRequest, cluster, placement, plan, plan_request
-from app.calc.planner.costs import Costs, comm_seconds, communicator_bytes, training_setup
+from app.calc.planner.comm_costs import comm_seconds, communicator_bytes
+from app.calc.planner.costs import Costs
+from app.calc.planner.memory_setup import training_setup
+from app.calc.planner.ranking import _fastest, _pareto, rounded_to_us
 from app.calc.planner.request import RECOMPUTE, ZERO_OPTIONS
 from app.calc.planner.rules import Degrees, degree_rules
-from app.calc.planner.search import (
-    _divisors,
-    _fastest,
-    _pareto,
-    _schedules,
-    _Search,
-    knob_problem,
-    rounded_to_us,
-)
+from app.calc.planner.search import _divisors, _schedules, _Search, knob_problem
 from app.calc.training import training_memory
 
 DENSE = ModelConfig(layers=4, hidden=64, heads=4, kv_heads=4, ffn_hidden=256, vocab=128)
@@ -130,7 +125,7 @@ def test_shared_costs_are_each_splits_own(req: PlanRequest, zero_first: bool) ->
 @settings(max_examples=10, deadline=None)
 @given(requests)
 def test_the_arrays_give_each_layouts_own_step_time(req: PlanRequest) -> None:
-    # The search ranks on numpy arrays (costs.step_numbers over a block's axes); the layouts
+    # The search ranks on numpy arrays (step_formulas.step_numbers over a block's axes); the layouts
     # it lists are costed one by one (Costs.cost). Each listed layout's own step time, to the
     # microsecond, is among the array's, and as many layouts are faster by either count.
     result = plan(req)

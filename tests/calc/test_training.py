@@ -11,15 +11,8 @@ from hypothesis import strategies as st
 from app.calc.activations import ActivationSetup
 from app.calc.memory import ZERO_STAGES, model_states_per_gpu
 from app.calc.model import PRESETS, ModelConfig, count_params
-from app.calc.training import (
-    MAX_MICRO_BATCH,
-    MeasuredTerms,
-    Parallelism,
-    TrainingSetup,
-    memory_vs_dp,
-    training_memory,
-    verdict,
-)
+from app.calc.training import MAX_MICRO_BATCH, memory_vs_dp, training_memory, verdict
+from app.calc.training_types import MeasuredTerms, Parallelism, TrainingSetup
 from app.calc.units import MIB
 
 # 2 layers, h = 64, 4 heads, SwiGLU of width 256, RMSNorm, vocab 1000, untied.

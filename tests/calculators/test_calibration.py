@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.calc.calibration import load_runs
+from app.calc.calibration_runs import load_runs
 from app.calc.performance import load_profile
 from app.calc.profiles import built_in
 from app.calc.published_runs import PROFILE_TITLES

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from app.calc.__main__ import main as cli
 from app.calc.pipeline import SCHEDULES, PipelineSetup, simulate
 from app.calc.pipeline_query import PipelineQuery
-from app.calculators.pipeline_view import number, percent
+from app.worked.pipeline import number, percent
 
 SCENARIO = {"schedule": "interleaved", "pp": 4, "microbatches": 8, "virtual_stages": 2,
             "t_f": 1, "t_b": 1, "t_w": 1, "t_p2p": 0}  # fmt: skip

@@ -17,9 +17,10 @@ from app.calc.__main__ import main as cli
 from app.calc.model import ModelConfig
 from app.calc.planner import Layout, cluster, plan, plan_request, why_not
 from app.calc.planner.published import RUNS, evaluate_run
-from app.calc.planner_query import RUN_PRESETS, PlannerQuery
-from app.calculators.planner_view import TERM_CARDS
+from app.calc.planner_fields import RUN_PRESETS
+from app.calc.planner_query import PlannerQuery
 from app.formatting import memory
+from app.worked.planner import TERM_CARDS
 
 # The test_planner TINY model (4 layers, h 64, 4 heads) on one node of 8 H100s,
 # 8 sequences of 16 tokens per step.

@@ -1,11 +1,11 @@
-"""Which demos a worker's backend and device allow, from demos/specs/_devices.py (no torch)."""
+"""Which demos a worker's backend and device allow, from demos/specs/devices.py (no torch)."""
 
 from __future__ import annotations
 
 import pytest
 
 from demos.specs import DEMO_COLLECTIVES, DEMO_PARAMS
-from demos.specs._devices import GLOO_ON_CUDA, job_problem, refusal, unsupported_collectives
+from demos.specs.devices import GLOO_ON_CUDA, job_problem, refusal, unsupported_collectives
 
 
 def _problem(demo: str, backend: str, device: str, **params: object) -> str | None:

@@ -209,7 +209,7 @@ def test_logical_bytes_use_the_ring_formulas() -> None:
 def test_storage_bytes_counts_a_shared_buffer_once() -> None:
     import torch
 
-    from demos.probes import storage_bytes
+    from demos.memory_probes import storage_bytes
 
     buffer = torch.zeros(100)
     views = [buffer[:10], buffer[10:60], buffer[60:]]
@@ -220,7 +220,7 @@ def test_storage_bytes_counts_a_shared_buffer_once() -> None:
 def test_model_state_bytes_of_adam_are_m_v_and_a_step_per_tensor() -> None:
     import torch
 
-    from demos.probes import model_state_bytes
+    from demos.memory_probes import model_state_bytes
 
     model = torch.nn.Linear(10, 3)  # 30 + 3 parameters in 2 tensors
     optimizer = torch.optim.Adam(model.parameters())
@@ -236,7 +236,7 @@ def test_model_state_bytes_of_adam_are_m_v_and_a_step_per_tensor() -> None:
 def test_saved_activation_meter_counts_distinct_storages_without_parameters() -> None:
     import torch
 
-    from demos.probes import SavedActivationMeter
+    from demos.memory_probes import SavedActivationMeter
 
     linear = torch.nn.Linear(16, 32)
     x = torch.randn(8, 16)

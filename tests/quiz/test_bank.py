@@ -11,8 +11,9 @@ import pytest
 
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR
-from app.quiz.bank import UNIT_WORDS, BankError, GeneratedItem, QuestionBank
+from app.quiz.bank import QuestionBank
 from app.quiz.grading import parse_number, within_tolerance
+from app.quiz.items import UNIT_WORDS, BankError, GeneratedItem
 from app.quiz.service import question_for
 
 CONTENT = ROOT_DIR / "content"

@@ -10,7 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import ROOT_DIR
-from app.quiz.bank import BankError, QuestionBank, SingleChoiceItem
+from app.quiz.bank import QuestionBank
+from app.quiz.items import BankError, SingleChoiceItem
 from tests.quiz.conftest import shown_item
 from tests.utils import register
 

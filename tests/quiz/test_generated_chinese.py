@@ -23,7 +23,7 @@ from app.calc.planner import RULES, violations
 from app.calc.precision import OPTIMIZERS
 from app.config import ROOT_DIR
 from app.i18n import _language, language, say
-from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.bank import QuestionBank
 from app.quiz.generators import GENERATORS
 from app.quiz.generators.layout import (
     LAYOUT_SCHEDULE_WORDS,
@@ -41,6 +41,7 @@ from app.quiz.generators.words import (
     STRATEGY_WORDS,
     ZERO_STAGE_WORDS,
 )
+from app.quiz.items import GeneratedItem
 from app.quiz.layouts import (
     RECOMPUTE_TEXT,
     SCENARIOS,

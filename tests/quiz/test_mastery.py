@@ -13,7 +13,7 @@ from fsrs import Rating
 from sqlmodel import Session, select
 
 from app.accounts.models import User
-from app.quiz.bank import GeneratedItem
+from app.quiz.items import GeneratedItem
 from app.quiz.models import ItemState
 from app.quiz.progress import (
     TopicProgress,

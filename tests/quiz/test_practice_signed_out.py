@@ -13,7 +13,8 @@ from sqlalchemy import Engine, text
 from sqlmodel import Session, func, select
 
 from app.journey.syllabus import syllabus_order
-from app.quiz.bank import GeneratedItem, QuestionBank
+from app.quiz.bank import QuestionBank
+from app.quiz.items import GeneratedItem
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.rendering import markdown_inline_html
 from app.quiz.service import question_for

@@ -120,6 +120,7 @@ def test_a_full_line_of_heavy_work_is_told_to_come_back(server: str, tmp_path: P
         thread.join()
     busy = [a for a in answers if a.status_code == 503]
     assert {a.status_code for a in answers} <= {200, 503}
-    assert busy, "24 cold searches at once: some must be told the server is busy"
-    assert int(busy[0].headers["Retry-After"]) > 0
-    assert "busy" in busy[0].json()["detail"]
+    # From one address, two at a time compute or wait; the rest are told to come back.
+    assert len(busy) >= 24 - 2 - 8, "24 cold searches at once from one address"
+    assert all(int(a.headers["Retry-After"]) > 0 for a in busy)
+    assert "still computing" in busy[0].json()["detail"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.calc.calibration import MEMORY_FREE, TIME_FREE, Calibration, fit, load_runs
+from app.calc.calibration import MEMORY_FREE, TIME_FREE, Calibration, fit
+from app.calc.calibration_runs import load_runs
 from app.calc.commands.options import print_json
 from app.calc.performance import PARAMETERS
 

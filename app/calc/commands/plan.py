@@ -11,7 +11,8 @@ from app.calc.commands.options import (
     parse_model_options,
     print_json,
 )
-from app.calc.planner_query import PlannerQuery, planner_result
+from app.calc.planner_answer import planner_result
+from app.calc.planner_query import PlannerQuery
 
 ROWS = 15
 

@@ -44,7 +44,7 @@ request's `profile`, by default the one fitted to published runs, app/calc/profi
   peak; norms, activations, rotary, dropout, cross-entropy and the Adam step by the bytes
   they move. The slowest stage is the last when stages are equal (it holds the output layer
   and the loss); with uneven stages allowed the layers are split so that the slowest stage is
-  fastest (costs.slowest_stage).
+  fastest (step_formulas.slowest_stage).
 - fixed: a cost per kernel, per micro-batch and per step.
 - TP collectives sit on the critical path (Megatron's f/g operators, arXiv:1909.08053):
   all exposed. EP all-to-alls are exposed too (no DualPipe-style overlap). Every link runs at
@@ -70,7 +70,10 @@ allocator's reserve (app.calc.performance). The comm volumes count recomputation
 collectives nowhere (comm_volume leaves them out).
 """
 
-from app.calc.planner.costs import evaluate, placement, training_setup
+from app.calc.planner.comm_costs import placement
+from app.calc.planner.costs import evaluate
+from app.calc.planner.explain import why_not
+from app.calc.planner.memory_setup import training_setup
 from app.calc.planner.request import (
     DEFAULT_MATMUL_EFFICIENCY,
     MAMF_EFFICIENCY,
@@ -98,7 +101,7 @@ from app.calc.planner.results import (
     WhyNot,
 )
 from app.calc.planner.rules import RULES, violations
-from app.calc.planner.search import plan, why_not
+from app.calc.planner.search import plan
 
 __all__ = [
     "DEFAULT_MATMUL_EFFICIENCY",

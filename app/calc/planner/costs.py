@@ -1,5 +1,6 @@
-"""What a layout costs: memory per GPU from app.calc.training, FLOPs from app.calc.flops,
-communication from app.calc.comm_volume on app.calc.links, the bubble from app.calc.pipeline.
+"""What a layout costs: memory per GPU from app.calc.training (on
+app.calc.planner.memory_setup's setup), FLOPs from app.calc.flops, communication from
+app.calc.planner.comm_costs, the step's terms from app.calc.planner.step_formulas.
 
 The modelling choices are in app.calc.planner's docstring."""
 
@@ -8,220 +9,40 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
-from app.calc.activations import (
-    ActivationSetup,
-    in_flight_microbatches,
-    stage_activations,
-)
-from app.calc.comm_volume import (
-    DTYPE_BYTES,
-    CommLayout,
-    bucket_elements,
-    stage_params,
-    strategy_calls,
-)
+from app.calc.activations import stage_activations
+from app.calc.comm_volume import CommLayout, bucket_elements, stage_params
 from app.calc.flops import SECONDS_PER_DAY, training_flops_per_token
 from app.calc.hardware import peak_flops
-from app.calc.links import Link, alpha_beta_time
 from app.calc.model import count_params
-from app.calc.performance import PerformanceProfile, hardware
-from app.calc.pipeline import PipelineSetup, closed_form
-from app.calc.planner.request import PLACEMENT_ORDER, RECOMPUTE, Cluster, Layout, PlanRequest
+from app.calc.performance import hardware
+from app.calc.planner.comm_costs import comm_seconds, communicator_bytes, placement
+from app.calc.planner.memory_setup import training_setup
+from app.calc.planner.request import RECOMPUTE, Layout, PlanRequest
 from app.calc.planner.results import LayoutCost, Placement, Rejected, StepTime
 from app.calc.planner.rules import Degrees, degrees_of, violations
+from app.calc.planner.step_formulas import (
+    PER_MICRO_BATCH,
+    StageSplit,
+    StageWork,
+    bubble_coefficients,
+    in_flight,
+    slowest_stage,
+    stage_work,
+    step_numbers,
+)
 from app.calc.planner.work import PassWork, embedding_pass, head_pass, layer_pass
 from app.calc.precision import bytes_per_param
-from app.calc.training import (
-    MODEL_STATE_KEYS,
-    MemoryReport,
-    Parallelism,
-    Term,
-    TrainingSetup,
-    communicators,
-    loss_extra_bytes,
-    training_memory,
-)
+from app.calc.training import training_memory
+from app.calc.training_measured import loss_extra_bytes
+from app.calc.training_types import MODEL_STATE_KEYS, MemoryReport, Term
 
-
-def training_setup(request: PlanRequest, layout: Layout, microbatches: int = 1) -> TrainingSetup:
-    """The app.calc.training setup of a layout: what its memory report is computed from.
-
-    ZB-H1 keeps 1F1B's peak activations (Qi et al. arXiv:2401.10241 Section 2.1), so it is
-    passed to the memory calculator as 1F1B.
-    """
-    memory_schedule = "1f1b" if layout.schedule == "zb-h1" or layout.pp == 1 else layout.schedule
-    return TrainingSetup(
-        model=request.model,
-        parallel=Parallelism(
-            dp=layout.dp,
-            tp=layout.tp,
-            pp=layout.pp,
-            ep=layout.ep,
-            cp=layout.cp,
-            zero_stage=layout.zero_stage,
-            distributed_optimizer=layout.distributed_optimizer,
-        ),
-        activations=ActivationSetup(
-            seq_len=request.seq_len,
-            micro_batch=layout.micro_batch,
-            tp=layout.tp,
-            sp=layout.sp,
-            cp=layout.cp,
-            recompute=layout.recompute,  # type: ignore[arg-type]
-            flash_attention=request.flash_attention,
-            dropout=request.dropout,
-            distribute_saved=request.distribute_saved_activations,
-        ),
-        recipe=request.recipe,
-        optimizer=request.optimizer,
-        microbatches=microbatches,
-        schedule=memory_schedule,
-        virtual_stages=layout.virtual_stages if memory_schedule == "interleaved" else 1,
-        overhead_bytes=request.overhead_bytes,
-    )
-
-
-def _scope(n: Cluster, span: int) -> str:
-    """'intra-node' when a group spanning `span` consecutive ranks sits inside one node."""
-    return "intra-node" if n.gpus_per_node % span == 0 else "inter-node"
-
-
-def placement(request: PlanRequest, layout: Layout) -> Placement:
-    """Links per group under Megatron's tp-cp-ep-dp-pp rank order (module docstring)."""
-    n, lay = request.cluster, layout
-    return Placement(
-        tp=_scope(n, lay.tp),
-        cp=_scope(n, lay.tp * lay.cp),
-        ep=_scope(n, lay.tp * lay.ep),
-        dp=_scope(n, lay.tp * lay.cp * lay.dp),
-        pp=_scope(n, lay.world_size),
-    )
-
-
-def _link(n: Cluster, scope: str) -> Link:
-    return n.intra_node if scope == "intra-node" else n.inter_node
-
-
-# The calculators' answers depend on the layout alone, not on the performance profile: kept
-# across requests, so that a calibration's thousands of evaluations of the same runs under
-# different profiles compute each once.
-_strategy_calls = lru_cache(maxsize=16384)(strategy_calls)
+# The memory calculator's answers depend on the layout alone, not on the performance profile:
+# kept across requests, so that a calibration's thousands of evaluations of the same runs
+# under different profiles compute each once.
 _training_memory = lru_cache(maxsize=8192)(training_memory)
-
-
-def comm_seconds(
-    request: PlanRequest,
-    layout: CommLayout,
-    links: Placement,
-    strategies: tuple[str, ...] = PLACEMENT_ORDER,
-) -> dict[str, float]:
-    """Seconds one GPU spends in each strategy's collectives in one step, at the bus bandwidth
-    the request's profile reaches on each link (0 for the strategies not asked for)."""
-    element_bytes = DTYPE_BYTES[request.dtype]
-    seconds = dict.fromkeys(PLACEMENT_ORDER, 0.0)
-    achieved = achieved_links(request)
-    for call in _strategy_calls(layout, strategies):
-        link = achieved[getattr(links, call.strategy)]
-        per_call = alpha_beta_time(call.sent_elements * element_bytes, call.steps, link)
-        seconds[call.strategy] += call.calls * per_call
-    return seconds
-
-
-def achieved_links(request: PlanRequest) -> dict[str, Link]:
-    """The cluster's two links at the bus bandwidth the profile says NCCL reaches on them."""
-    n, prof = request.cluster, request.profile
-    return {
-        "intra-node": _at_efficiency(n.intra_node, prof.intra_link_efficiency),
-        "inter-node": _at_efficiency(n.inter_node, prof.inter_link_efficiency),
-    }
-
-
-@lru_cache(maxsize=256)
-def _at_efficiency(link: Link, efficiency: float) -> Link:
-    return replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * efficiency)
-
-
-PER_MICRO_BATCH = ("tp", "cp", "ep", "pp")  # strategies that communicate every micro-batch
-
-
-@dataclass(frozen=True)
-class StageSplit:
-    """Which stage sets the pipeline's pace: its layers, and whether it holds the output layer
-    and loss (the last stage) or the embedding (the first)."""
-
-    layers: int
-    head: bool
-    embedding: bool
-
-
-def slowest_stage(layers: int, pp: int, layer_s: float, head_s: float, uneven: bool) -> StageSplit:
-    """The stage whose micro-batch takes longest, the layers split as the framework would.
-
-    Equal stages (Megatron-LM's rule, pp dividing the layers): L/p each, and the last stage
-    also runs the output layer and the loss. Uneven stages (Megatron-DeepSpeed's partitioning,
-    Llama 3's Section 3.3.2, which moves a layer off the first and last stages): the split
-    whose slowest stage is fastest, the last stage taking k layers and the others the rest.
-    """
-    if pp == 1:
-        return StageSplit(layers, True, True)
-    if not uneven:
-        return StageSplit(math.ceil(layers / pp), True, False)
-    best: tuple[float, StageSplit] | None = None
-    for k in range(0, math.ceil(layers / pp) + 1):
-        rest = math.ceil((layers - k) / (pp - 1))
-        last, other = k * layer_s + head_s, rest * layer_s
-        split = StageSplit(k, True, False) if last >= other else StageSplit(rest, False, True)
-        slowest = max(last, other)
-        if best is None or slowest < best[0]:
-            best = (slowest, split)
-    assert best is not None
-    return best[1]
-
-
-@dataclass(frozen=True)
-class StageWork:
-    """One micro-batch of b sequences on the slowest stage, seconds: GEMMs and attention
-    (forward and backward), memory-bound kernels, fixed costs, the attention core alone (what
-    CP's ring hides behind) and the recomputation, selective and full."""
-
-    compute: float
-    memory: float
-    fixed: float
-    attention: float
-    selective: float
-    full: float
-
-    def recompute(self, mode: str) -> float:
-        return {"none": 0.0, "selective": self.selective, "full": self.full}[mode]
-
-
-# pass_table's columns, per pass (a layer, the loss, the embedding)
-PASS_COLUMNS = ("compute", "memory", "kernels", "attention", "selective", "full")
-
-
-def stage_work(
-    table: Any, layers: Any, head: Any, embedding: Any, kernel_s: float, microbatch_s: float
-) -> tuple[Any, ...]:
-    """StageWork's numbers from pass tables (Costs.pass_table: the last two axes, passes by
-    PASS_COLUMNS) and a stage's layers, loss (1 or 0) and embedding (1 or 0), of one stage
-    or, elementwise, of arrays of them: the search and Costs.work run the same operations in
-    the same order."""
-    layer, loss, embed = table[..., 0, :], table[..., 1, :], table[..., 2, :]
-
-    def stage(column: int) -> Any:
-        return (
-            layers * layer[..., column] + head * loss[..., column] + embedding * embed[..., column]
-        )
-
-    kernels = stage(2)
-    return (
-        stage(0), stage(1), kernels * kernel_s + microbatch_s, layers * layer[..., 3],
-        layers * layer[..., 4], layers * layer[..., 5],
-    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -240,20 +61,6 @@ class Grid:
     last_stage_unit: dict[str, float]  # the last stage's activations, 1 micro-batch in flight
     loss_unit: float  # the loss's temporaries beyond an fp32 copy of the logits, b = 1
     works: dict[int, StageWork]  # per micro-batch size, filled on demand (Costs.work)
-
-
-@lru_cache(maxsize=1024)
-def bubble_coefficients(schedule: str, p: int, v: int) -> tuple[float, float, float]:
-    """closed_form's bubble is a_f t_f + a_b t_b + a_w t_w for a schedule, p and v."""
-    if p == 1:
-        return 0.0, 0.0, 0.0
-
-    def bubble(tf: float, tb: float, tw: float) -> float:
-        setup = PipelineSetup(schedule, p, p, v, tf, tb, tw)  # type: ignore[arg-type]
-        return closed_form(setup).bubble_time
-
-    base = bubble(1, 1, 1)
-    return bubble(2, 1, 1) - base, bubble(1, 2, 1) - base, bubble(1, 1, 2) - base
 
 
 class Costs:
@@ -538,12 +345,6 @@ class Costs:
         )
 
 
-def communicator_bytes(profile: PerformanceProfile, d: Degrees) -> float:
-    """NCCL's buffers: one communicator per parallel group of more than one GPU (two for the
-    pipeline's sends to the previous and the next stage)."""
-    return profile.nccl_bytes * communicators(d.dp, d.tp, d.pp, d.cp, d.ep)
-
-
 def _zero_group(d: Degrees) -> tuple[int, int, int, int, bool]:
     """What ZeRO's sharding and the DP collectives depend on: the N_d = dp * cp ranks (N_d / ep
     for the experts) that hold the same first-stage weights. app.calc.training reads dp and cp
@@ -556,102 +357,6 @@ def _folded(d: Degrees, zero: int, dist: bool) -> Layout:
     """`d` with cp folded into dp: the same ZeRO group (_zero_group)."""
     return Layout(dp=d.dp * d.cp, tp=d.tp, pp=d.pp, cp=1, ep=d.ep, zero_stage=zero,
                   distributed_optimizer=dist, sequence_parallel=d.sp)  # fmt: skip
-
-
-def step_numbers(
-    compute_s: Any,
-    memory_s: Any,
-    fixed_s: Any,
-    recompute_s: Any,
-    attention_s: Any,
-    latency: list[Any],
-    per_seq: list[Any],
-    comm_scale: Any,
-    dp_step_s: Any,
-    dp_mb_s: Any,
-    dp_tail_s: Any,
-    optimizer_s: Any,
-    activation_unit: Any,
-    last_stage_unit: Any,
-    loss_unit: Any,
-    fixed_bytes: Any,
-    b: Any,
-    m: Any,
-    bubble: tuple[Any, Any, Any],
-    hops: Any,
-    flight: Any,
-    overlap_slowdown: float,
-    dp_overlap: float,
-    step_overhead_s: float,
-    allocator_fraction: float,
-) -> tuple[Any, ...]:
-    """The StepTime terms, then the activation, loss and allocator bytes and the memory per
-    GPU, of one layout or, elementwise, of arrays of them: the search passes arrays that
-    broadcast over its knobs.
-
-    compute_s ... attention_s are one micro-batch of b sequences on the slowest stage
-    (Costs.work); latency and per_seq are per PER_MICRO_BATCH strategy for comm_volume's
-    ceil(L/p) layers, comm_scale the slowest stage's share of them (TP, CP and EP run per
-    layer); bubble is bubble_coefficients', hops the pipeline sends per micro-batch (v when
-    interleaved) and flight in_flight's; dp_tail_s is the share of dp_step_s that waits for
-    the backward's end (the last bucket). Communication that overlaps compute costs
-    overlap_slowdown of the time it overlaps (_hidden). The search and cost() run the same
-    operations in the same order, so get the same floats to the last bit; as with Python's
-    floats, an overflow is inf, not a warning.
-    """
-    lat_tp, lat_cp, lat_ep, lat_pp = latency
-    seq_tp, seq_cp, seq_ep, seq_pp = per_seq
-    a_f, a_b, a_w = bubble
-    with np.errstate(all="ignore"):
-        tp_mb = comm_scale * (lat_tp + b * seq_tp)
-        ep_mb = comm_scale * (lat_ep + b * seq_ep)
-        cp_mb = _hidden(comm_scale * (lat_cp + b * seq_cp), attention_s, overlap_slowdown)
-        exposed_mb = tp_mb + ep_mb + cp_mb
-        run = compute_s + memory_s + fixed_s
-        # One pass's share: the forward a third of the work, the backward's input and weight
-        # gradients a third each (Qi et al. arXiv:2401.10241 take T_F = T_B = T_W).
-        third = run / 3
-        bubble_s = (a_f * (third + exposed_mb / 2) + a_b * (third + recompute_s + exposed_mb / 2)
-                    + a_w * third)  # fmt: skip
-        # Interleaved schedules overlap their sends with the next chunk's compute
-        # (Megatron-Core's overlap_p2p_comm); 1F1B's sends sit on the critical path.
-        sends = hops * (lat_pp + b * seq_pp)
-        pp_s = m * np.where(hops > 1, _hidden(sends, compute_s, overlap_slowdown), sends)
-        window = dp_overlap * (compute_s + memory_s)
-        dp_s = (dp_tail_s + _hidden(dp_step_s - dp_tail_s, window, overlap_slowdown)
-                + m * _hidden(dp_mb_s, window, overlap_slowdown))  # fmt: skip
-        first = activation_unit * b * flight
-        last = last_stage_unit * b
-        loss_peak = loss_unit * b
-        first_peaks = first >= last + loss_peak
-        activations = np.where(first_peaks, first, last)
-        loss = np.where(first_peaks, 0.0, loss_peak)
-        allocated = fixed_bytes + activations + loss
-        allocator = allocator_fraction * allocated
-        return (
-            m * compute_s, m * memory_s + optimizer_s, m * recompute_s, m * tp_mb,
-            m * (cp_mb + ep_mb), pp_s, dp_s, bubble_s, m * fixed_s + step_overhead_s,
-            activations, loss, allocator, allocated + allocator,
-        )  # fmt: skip
-
-
-def _hidden(comm_s: Any, window_s: Any, slowdown: float) -> Any:
-    """The time `comm_s` of communication adds when it may overlap `window_s` of compute: the
-    part that does not fit, plus the slow-down of the compute it does overlap."""
-    return _positive(comm_s - window_s) + slowdown * np.minimum(_positive(comm_s), window_s)
-
-
-def _positive(x: Any) -> Any:
-    """max(0.0, x), elementwise; NaN gives 0.0 as max does."""
-    return np.where(x > 0.0, x, 0.0)
-
-
-@lru_cache(maxsize=4096)
-def in_flight(schedule: str, pp: int, m: int, v: int) -> float:
-    """Micro-batches in flight on the first stage (app.calc.activations); ZB-H1 as 1F1B."""
-    if schedule == "zb-h1" or pp == 1:
-        return in_flight_microbatches("1f1b", pp, m)
-    return in_flight_microbatches(schedule, pp, m, v)  # type: ignore[arg-type]
 
 
 def evaluate(request: PlanRequest, layout: Layout) -> LayoutCost | Rejected:

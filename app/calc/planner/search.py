@@ -2,8 +2,12 @@
 
 The degree splits are walked one by one; the knobs of the splits that differ only in ep (ZeRO
 option, micro-batch, schedule, recompute) are costed together, as numpy arrays, by
-costs.step_numbers: the same operations in the same order as one layout's cost, so every float
-is the one Costs.cost gives that layout, to the last bit.
+step_formulas.step_numbers: the same operations in the same order as one layout's cost, so
+every float is the one Costs.cost gives that layout, to the last bit.
+
+One module because it is one algorithm: the walk over degree splits (_plan), the blocks of
+knobs it costs at once (_Block) and the running state (_Search) only make sense together. The
+ranking is app.calc.planner.ranking, the step formulas app.calc.planner.step_formulas.
 """
 
 from __future__ import annotations
@@ -18,24 +22,23 @@ from itertools import islice
 import numpy as np
 
 from app.calc.messages import N_, Message
-from app.calc.planner.costs import (
-    PER_MICRO_BATCH,
-    Costs,
-    bubble_coefficients,
-    in_flight,
-    stage_work,
-    step_numbers,
-)
+from app.calc.planner.costs import Costs
+from app.calc.planner.ranking import _fastest, _pareto, rounded_to_us
 from app.calc.planner.request import (
-    STEP_TERM_WORDS,
-    STEP_TERMS,
     ZERO_OPTIONS,
     Layout,
     PlanRequest,
     check_request,
 )
-from app.calc.planner.results import LayoutCost, Plan, Rejected, RejectionGroup, WhyNot
-from app.calc.planner.rules import RULES, Degrees, degree_rules, knob_rules, violations
+from app.calc.planner.results import LayoutCost, Plan, Rejected, RejectionGroup
+from app.calc.planner.rules import RULES, Degrees, degree_rules, knob_rules
+from app.calc.planner.step_formulas import (
+    PER_MICRO_BATCH,
+    bubble_coefficients,
+    in_flight,
+    stage_work,
+    step_numbers,
+)
 
 EXAMPLES_PER_RULE = 3
 
@@ -446,108 +449,3 @@ class _Search:
             feasible=len(rounded),
             step_times_s=tuple(np.sort(rounded).tolist()),
         )
-
-
-# Layouts rank by step time to the microsecond (rounded_to_us), a tie won by the smaller
-# memory (otherwise the "best" of a tie could sit off the Pareto front: same time, more
-# memory), a full tie by search order. Neither function sorts every layout.
-
-
-def _fastest(rounded: np.ndarray, memory: np.ndarray, top: int) -> np.ndarray:
-    """Indices of the `top` first layouts in rank order."""
-    if len(rounded) > top:
-        # every layout as fast as the top-th or faster, ties included
-        (candidates,) = np.nonzero(rounded <= np.partition(rounded, top - 1)[top - 1])
-    else:
-        candidates = np.arange(len(rounded))
-    order = np.lexsort((candidates, memory[candidates], rounded[candidates]))
-    return candidates[order[:top]]
-
-
-def _pareto(rounded: np.ndarray, memory: np.ndarray) -> np.ndarray:
-    """Indices of the Pareto front in rank order: each layout with less memory than every
-    layout before it in rank order.
-
-    Only the first in rank order of each step time can be on it: the least memory of that
-    time, the first in search order among equals. It is, if its memory is less than that of
-    every faster time's first.
-    """
-    if not len(rounded):
-        return np.empty(0, int)
-    by_time = np.argsort(rounded)
-    times, memories = rounded[by_time], memory[by_time]
-    starts = np.flatnonzero(np.r_[True, times[1:] != times[:-1]])
-    least = np.minimum.reduceat(memories, starts)
-    size = np.diff(np.r_[starts, len(times)])
-    is_least = memories == np.repeat(least, size)
-    first = np.minimum.reduceat(np.where(is_least, by_time, len(rounded)), starts)
-    front = np.r_[True, least[1:] < np.minimum.accumulate(least)[:-1]]
-    return first[front]
-
-
-def rounded_to_us(time_s: np.ndarray) -> np.ndarray:
-    """round(t, 6) of each t, to the last bit: a microsecond is a tie in the ranking.
-
-    round() rounds t's exact decimal value; t * 1e6 is rounded once on the way, which moves
-    it across a half only where it lies within an ulp of one. Those (and values too large for
-    an exact integer, and non-finite ones) are left to round() itself.
-    """
-    with np.errstate(all="ignore"):
-        scaled = time_s * 1e6
-        rounded = np.rint(scaled) / 1e6
-        off_half = np.abs(scaled - np.floor(scaled) - 0.5)
-        doubtful = ~((off_half > 4 * np.abs(np.spacing(scaled))) & (np.abs(scaled) < 2.0**52))
-    for i in np.flatnonzero(doubtful):
-        rounded[i] = round(float(time_s[i]), 6)
-    return rounded
-
-
-def _named(rule: str, reason: Message) -> Message:
-    # A rule's key is a name in code, the same in every language: nothing here to translate.
-    return Message("%(rule)s: %(reason)s", rule=rule, reason=reason)
-
-
-def why_not(plan_: Plan, layout: Layout) -> WhyNot:
-    """Why `layout` is not the plan's best: the rules it breaks, that it does not fit, or how
-    much slower it is and which step term, against the best layout's, is to blame."""
-    req, best = plan_.request, plan_.best
-    broken = violations(req, layout)
-    if broken:
-        reasons = Message.join("; ", (_named(r.rule, r.reason) for r in broken))
-        text = Message(N_("not a valid layout (%(reasons)s)"), reasons=reasons)
-        return WhyNot(layout, broken, None, best, None, None, 0.0, text)
-    cost = Costs(req).cost(layout)
-    if not cost.fits:
-        text = Message(
-            N_(
-                "does not fit: needs %(need)s GB per GPU (model states %(states)s, "
-                "activations %(activations)s), has %(has)s"
-            ),
-            need=f"{cost.memory_bytes / 1e9:.1f}",
-            states=f"{cost.model_states_bytes / 1e9:.1f}",
-            activations=f"{cost.activation_bytes / 1e9:.1f}",
-            has=f"{req.cluster.gpu_memory_bytes / 1e9:.1f}",
-        )
-        return WhyNot(layout, (), cost, best, None, "memory", 0.0, text)
-    if best is None:
-        text = Message(N_("it fits; no layout in the plan does"))
-        return WhyNot(layout, (), cost, None, None, None, 0.0, text)
-    slowdown = cost.step_time_s / best.step_time_s
-    mine, theirs = cost.step.terms(), best.step.terms()
-    excess = {name: mine[name] - theirs[name] for name in STEP_TERMS}
-    blame = max(excess, key=lambda k: excess[k])
-    if slowdown <= 1 + 1e-9:
-        text = Message(N_("as fast as the plan's best layout"))
-    else:
-        text = Message(
-            N_(
-                "%(slowdown)sx the best step time (%(mine)s s vs %(best)s s); the largest gap "
-                "is %(term)s, +%(gap)s s over the best layout's"
-            ),
-            slowdown=f"{slowdown:.2f}",
-            mine=f"{cost.step_time_s:.3g}",
-            best=f"{best.step_time_s:.3g}",
-            term=Message(STEP_TERM_WORDS[blame]),
-            gap=f"{excess[blame]:.3g}",
-        )
-    return WhyNot(layout, (), cost, best, slowdown, blame, excess[blame], text)

@@ -20,10 +20,10 @@ from app.calc.pipeline import (
     stage_orders,
     timeline_summary,
 )
-from app.calculators.pipeline_view import Gantt, gantt
 from app.i18n import N_
 from app.live.demo_page import DemoPage
 from app.live.verdict import Check, check
+from app.worked.pipeline import Gantt, gantt
 from demos.specs.pipeline_schedules import PipelineSchedulesParams, p2p_count, timeline_blocks
 
 GANTT_WIDTH = 480.0

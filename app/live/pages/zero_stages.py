@@ -1,5 +1,8 @@
 """The DDP vs ZeRO-1/2/3 page: what the paper predicts, what torch's versions must measure.
 
+One module because app/live/pages/ holds one module per demo page (its __init__ imports each
+module's PAGE): the prediction and the verdict that reads it are this page's.
+
 Two predictions per strategy, both from app.calc: the ZeRO paper's (Psi split evenly,
 app.calc.memory and app.calc.comm_volume) and the exact one for torch's implementations
 (whole tensors, padded shards, Adam's step counters: app.calc.sharding). Measured bytes must

@@ -1,7 +1,7 @@
 """Generated questions on the compute & time calculator (app.calc.flops via compute_query).
 
 Every answer comes from `compute_result`, the calculator's full answer, and the worked steps
-are the rows the calculator page writes (app.calculators.compute_router), so a question is
+are the rows the calculator page writes (app.worked.compute), so a question is
 graded and explained by exactly what /calculators/compute shows for the same inputs. The
 model is always 'custom' with N given, so the learner can work from the prompt alone.
 Inputs a question does not draw take the calculator's defaults (ComputeQuery).
@@ -15,10 +15,10 @@ from typing import Any
 from app.calc.compute_query import ComputeQuery, compute_result
 from app.calc.flops import MODE_LABELS
 from app.calc.hardware import ACCELERATORS
-from app.calculators.compute_router import _formulas as compute_formulas
 from app.formatting import count_short, latex_number
 from app.i18n import N_, gettext
 from app.quiz.generators.solution import Solution
+from app.worked.compute import compute_formulas
 
 # Index -> name; YAML items draw the index.
 MODE_ORDER = tuple(MODE_LABELS)  # training, training_recompute, inference

@@ -6,12 +6,11 @@ from collections.abc import Callable, Mapping
 
 from app.calc.memory import model_states_per_gpu
 from app.calc.units import to_gb
-from app.calculators.memory_view import stage_views
-from app.calculators.schemas import MemoryQuery
 from app.formatting import count_short
 from app.i18n import gettext
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import ZERO_STAGE_WORDS, say
+from app.worked.memory import stage_views
 
 
 def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
@@ -21,7 +20,7 @@ def memory_model_states_per_gpu(inputs: Mapping[str, float]) -> Solution:
         int(inputs["zero_stage"]),
     )
     states = model_states_per_gpu(params, dp_degree, stage)
-    view = stage_views(MemoryQuery(params=params, dp_degree=dp_degree))[stage]
+    view = stage_views(params, dp_degree)[stage]
     return Solution(
         answer=to_gb(states.total_bytes),
         prompt_fields={

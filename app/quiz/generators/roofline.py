@@ -1,7 +1,7 @@
 """Generated questions on the roofline calculator (app.calc.roofline via roofline_query).
 
 Every answer comes from `roofline_result`, the calculator's full answer, and the worked steps
-are the rows the calculator page writes (app.calculators.roofline_router), so a question is
+are the rows the calculator page writes (app.worked.roofline), so a question is
 graded and explained by exactly what /calculators/roofline shows for the same inputs.
 Accelerators and precisions are drawn as indexes into the tuples below; inputs a question
 does not draw take the calculator's defaults (RooflineQuery: H100 SXM, bf16, 8192 x 8192).
@@ -14,10 +14,10 @@ from typing import Any
 
 from app.calc.hardware import ACCELERATORS
 from app.calc.roofline_query import RooflineQuery, roofline_result
-from app.calculators.roofline_router import _formulas as roofline_formulas
 from app.i18n import gettext
 from app.quiz.generators.solution import Solution
 from app.quiz.generators.words import DTYPE_WORDS, say
+from app.worked.roofline import roofline_formulas
 
 # Index -> name; YAML items draw the index.
 GPU_ORDER = ("h100-sxm", "a100-80gb-sxm", "h200", "b200", "mi300x", "tpu-v5e")

@@ -1,4 +1,6 @@
-"""The memory calculator's result as the page and the cards show it.
+"""ZeRO model-states memory, stage by stage: the formula of each stage, symbolic and with the
+user's numbers, and the bars that compare the stages. The memory calculator's page, the
+cards' `memory` examples and the quiz's solutions show it.
 
 Numbers come from app.calc.memory; this module only arranges them and writes the
 formula with the user's numbers substituted.
@@ -13,7 +15,6 @@ from app.calc.memory import (
     ModelStates,
     model_states_all_stages,
 )
-from app.calculators.schemas import MemoryQuery, MemoryResult, StageMemory
 from app.formatting import gb, gb_value, latex_number
 
 
@@ -39,10 +40,11 @@ def _term(symbol: str, value: float, sharded: bool, params_latex: str) -> tuple[
     return rf"{symbol}\Psi", rf"{latex_number(value)} \times {params_latex}"
 
 
-def stage_views(query: MemoryQuery) -> list[StageView]:
-    stages = model_states_all_stages(query.params, query.dp_degree)
+def stage_views(params: float, dp_degree: int) -> list[StageView]:
+    """ZeRO stages 0-3 for `params` parameters sharded over `dp_degree` ranks."""
+    stages = model_states_all_stages(params, dp_degree)
     widest = max(s.total_bytes for s in stages)
-    params_latex = latex_number(query.params)
+    params_latex = latex_number(params)
     views = []
     for s in stages:
         r = s.recipe
@@ -55,7 +57,7 @@ def stage_views(query: MemoryQuery) -> list[StageView]:
             )
         ]
         symbolic = " + ".join(t[0] for t in terms)
-        substituted = " + ".join(t[1] for t in terms).replace("N_d", str(query.dp_degree))
+        substituted = " + ".join(t[1] for t in terms).replace("N_d", str(dp_degree))
         views.append(
             StageView(
                 states=s,
@@ -70,29 +72,3 @@ def stage_views(query: MemoryQuery) -> list[StageView]:
             )
         )
     return views
-
-
-def memory_result(query: MemoryQuery) -> MemoryResult:
-    stages = model_states_all_stages(query.params, query.dp_degree)
-    recipe = stages[0].recipe
-    return MemoryResult(
-        params=query.params,
-        dp_degree=query.dp_degree,
-        recipe=recipe.name,
-        bytes_per_param={
-            "weights": recipe.weight_bytes,
-            "grads": recipe.grad_bytes,
-            "optimizer": recipe.optimizer_bytes,
-        },
-        stages=[
-            StageMemory(
-                zero_stage=s.zero_stage,
-                name=ZERO_STAGE_NAMES[s.zero_stage],
-                weights_bytes=s.weights_bytes,
-                grads_bytes=s.grads_bytes,
-                optimizer_bytes=s.optimizer_bytes,
-                total_bytes=s.total_bytes,
-            )
-            for s in stages
-        ],
-    )
