@@ -19,10 +19,13 @@ refused rather than queued, as one can take half a minute).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import anyio
@@ -57,48 +60,72 @@ class ServerBusy(HTTPException):
         super().__init__(503, detail, headers={"Retry-After": str(math.ceil(retry_after_s))})
 
 
-class HeavyWork:
-    """At most `slots` holders at once; waiters wait in order, each up to `wait_s`; and one
-    client address holds at most `per_address` places, running or waiting, so that one
-    client cannot take every slot and the line behind them.
+@dataclass(order=True)
+class _Waiter:
+    turn: int  # how many places the address held when this one joined: fewer go first
+    joined: int
+    woken: anyio.Event = field(compare=False, default_factory=anyio.Event)
 
-    Made in the app's lifespan, on the event loop its waiters run on."""
+
+class HeavyWork:
+    """At most `slots` holders at once; waiters each wait up to `wait_s`; one client address
+    holds at most `per_address` places, running or waiting. A freed slot goes to the waiter
+    whose address held the fewest places when it joined, first come first served among
+    equals: a visitor's one request waits behind at most what is running, not behind a
+    second request of whoever is computing.
+
+    Made in the app's lifespan, on the event loop its waiters run on; no locks needed."""
 
     def __init__(self, slots: int, wait_s: float, max_waiting: int, per_address: int) -> None:
         self.slots = slots
         self.wait_s = wait_s
         self.max_waiting = max_waiting
         self.per_address = per_address
-        self._semaphore = anyio.Semaphore(slots)
+        self.running = 0
         self._places: Counter[str] = Counter()
-        self.waiting = 0
+        self._line: list[_Waiter] = []  # a heap
+        self._joined = itertools.count()
 
     @property
-    def running(self) -> int:
-        return self.slots - self._semaphore.value
+    def waiting(self) -> int:
+        return len(self._line)
 
     async def acquire(self, address: str) -> None:
         if self._places[address] >= self.per_address:
             raise ServerBusy(self.wait_s, yours=True)
-        if self._semaphore.value == 0 and self.waiting >= self.max_waiting:
+        if self.running < self.slots and not self._line:
+            self.running += 1
+            self._places[address] += 1
+            return
+        if len(self._line) >= self.max_waiting:
             raise ServerBusy(self.wait_s)
+        waiter = _Waiter(self._places[address], next(self._joined))
         self._places[address] += 1
-        self.waiting += 1
+        heapq.heappush(self._line, waiter)
         try:
-            with anyio.move_on_after(self.wait_s) as waited:
-                await self._semaphore.acquire()
-        except BaseException:
-            self._leave(address)
+            with anyio.move_on_after(self.wait_s):
+                await waiter.woken.wait()
+        except BaseException:  # the request went away while it waited
+            if waiter.woken.is_set():
+                self.release(address)  # the slot came as it went: passed on
+            else:
+                self._drop(waiter, address)
             raise
-        finally:
-            self.waiting -= 1
-        if waited.cancelled_caught:
-            self._leave(address)
+        if not waiter.woken.is_set():
+            self._drop(waiter, address)
             raise ServerBusy(self.wait_s)
 
-    def release(self, address: str) -> None:
-        self._semaphore.release()
+    def _drop(self, waiter: _Waiter, address: str) -> None:
+        self._line.remove(waiter)
+        heapq.heapify(self._line)
         self._leave(address)
+
+    def release(self, address: str) -> None:
+        self._leave(address)
+        if self._line:
+            heapq.heappop(self._line).woken.set()  # the slot passes on: running stays
+        else:
+            self.running -= 1
 
     def _leave(self, address: str) -> None:
         self._places[address] -= 1

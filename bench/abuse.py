@@ -144,8 +144,9 @@ class Attack:
         while not self.stop.is_set():
             try:
                 self.answers[str(self.send())] += 1
-            except httpx.HTTPError as exc:  # a refused upload may end the connection
+            except Exception as exc:  # a refused upload may end the connection: counted too
                 self.answers[type(exc).__name__] += 1
+                time.sleep(0.5)
 
 
 def _big_body(base: str) -> Callable[[], int]:
@@ -296,15 +297,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--attack", metavar="BASE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--no-attack", action="store_true", help="the visitor alone, to compare")
     args = parser.parse_args()
     if args.attack:
+        if not args.seconds:
+            print("{}", flush=True)
+            return None
         return _attack(args.attack, args.seconds)
     tmp = tempfile.TemporaryDirectory(prefix="shardlab-abuse-")
     with tmp, _server(Path(tmp.name) / "data") as base:
         with _client(base, VISITOR) as visitor:
             assert _sign_up(visitor, "visitor") in (200, 303)
+        seconds = 0 if args.no_attack else args.seconds + 3
         attackers = subprocess.Popen(
-            [sys.executable, __file__, "--attack", base, "--seconds", str(args.seconds + 3)],
+            [sys.executable, __file__, "--attack", base, "--seconds", str(seconds)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         time.sleep(3.0)  # under way: accounts made, first requests sent
@@ -319,7 +325,8 @@ def main() -> None:
             notes.append(f"visitor's demo got a place in the line: {got_place}")
     times.sort()
     p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
-    print(f"visitor: {len(times)} pages in {args.seconds:.0f} s under attack; "
+    under = "alone" if args.no_attack else "under attack"
+    print(f"visitor: {len(times)} pages in {args.seconds:.0f} s {under}; "
           f"p50 {statistics.median(times) * 1e3:.0f} ms, p99 {p99 * 1e3:.0f} ms, "
           f"worst {times[-1] * 1e3:.0f} ms; errors: {sum(errors.values())}")  # fmt: skip
     for what, count in errors.most_common():

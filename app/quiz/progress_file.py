@@ -255,7 +255,7 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
     states = {
         s.item_id: s for s in session.exec(select(ItemState).where(ItemState.user_id == user_id))
     }
-    updated = 0
+    updated: set[str] = set()  # the items whose schedule the file replaced
     for s in data.states:
         current = states.get(s.item_id)
         if current is not None and _last_review(current.fsrs_card) >= _last_review(s.fsrs_card):
@@ -269,7 +269,7 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         # A file may name an item twice: its later entry is compared with this one, not added
         # as a second schedule (which failed the import with a 500, issue #25).
         states[s.item_id] = state
-        updated += 1
+        updated.add(s.item_id)
     goal_restored = data.goal is not None and _restore_goal(session, user_id, data.goal)
     designs_added = _add_unseen(
         session,
@@ -282,7 +282,7 @@ def import_progress(session: Session, user_id: int, data: ProgressFile) -> Impor
         session, user_id, data.review_settings
     )
     session.commit()
-    return Imported(added, updated, goal_restored, designs_added, settings_restored)
+    return Imported(added, len(updated), goal_restored, designs_added, settings_restored)
 
 
 def _add_unseen(

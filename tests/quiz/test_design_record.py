@@ -139,7 +139,7 @@ def test_a_malformed_design_answer_is_a_422_and_changes_nothing(
     later = {"created_at": "2030-01-01T00:00:00+00:00"}
     for bad, message in [
         ({**design, **later, "layout": {**design["layout"], "tp": 0}}, "layout.tp"),
-        ({**design, **later, "scenario": 99}, "layout.scenario"),
+        ({**design, **later, "scenario": 99}, "designs.1.scenario"),
         ({**design, **later, "score": 1.5}, "designs.1.score"),
         ({**design, **later, "verdict": "great"}, "designs.1.verdict"),
         ({**design, **later, "rules": ["be_nice"]}, "be_nice"),

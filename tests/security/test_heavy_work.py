@@ -151,3 +151,39 @@ def test_one_address_holds_at_most_its_share_of_places() -> None:
             assert work.running == 1
 
     anyio.run(scenario)
+
+
+def test_a_freed_slot_goes_to_the_address_holding_fewest_places() -> None:
+    async def scenario() -> list[str]:
+        work = HeavyWork(slots=1, wait_s=2.0, max_waiting=8, per_address=2)
+        order: list[str] = []
+
+        async def ask(address: str, delay: float) -> None:
+            await anyio.sleep(delay)
+            async with held(work, address):
+                order.append(address)
+                await anyio.sleep(0.02)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, A, 0.0)  # computes
+            group.start_soon(ask, A, 0.01)  # A's second: waits
+            group.start_soon(ask, B, 0.02)  # B's first, later, goes before it
+        assert work.running == 0 and work.waiting == 0
+        return order
+
+    assert anyio.run(scenario) == [A, B, A]
+
+
+def test_a_waiter_that_goes_away_leaves_no_slot_taken() -> None:
+    async def scenario() -> None:
+        work = HeavyWork(slots=1, wait_s=2.0, max_waiting=8, per_address=2)
+        async with held(work, A):
+            with anyio.move_on_after(0.05):  # B's request is cancelled while it waits
+                async with held(work, B):
+                    pass
+            assert work.waiting == 0
+        assert work.running == 0
+        async with held(work, B):
+            assert work.running == 1
+
+    anyio.run(scenario)
