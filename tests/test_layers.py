@@ -343,3 +343,24 @@ def test_the_checks_report_a_private_import_a_circle_and_a_layer_breach(tmp_path
         "pkg/floor/up.py:1: pkg.floor.up imports fastapi; pkg.floor never imports fastapi",
         "pkg/floor/up.py:2: pkg.floor.up imports pkg.rooms.a; pkg.floor may import only pkg.floor",
     ]
+
+
+# A module longer than this says at its top why it is one module (issue #26): a paragraph of
+# its docstring that starts "One module because" or, for a script, "One file because".
+LONGEST_WITHOUT_A_REASON = 400
+REASON_STARTS = ("One module because", "One file because")
+
+
+def test_a_long_module_says_why_it_is_one() -> None:
+    unexplained = []
+    for root in ROOTS:
+        for path in sorted((ROOT_DIR / root).rglob("*.py")):
+            text = path.read_text()
+            if text.count("\n") <= LONGEST_WITHOUT_A_REASON:
+                continue
+            paragraphs = (ast.get_docstring(ast.parse(text)) or "").split("\n\n")
+            if not any(p.startswith(REASON_STARTS) for p in paragraphs):
+                unexplained.append(f"{path.relative_to(ROOT_DIR)}: {text.count(chr(10))} lines")
+    assert not unexplained, "split these, or say at their top why each is one module:\n" + (
+        "\n".join(unexplained)
+    )
