@@ -160,6 +160,26 @@ IMPORT_RATE = "10/hour"
 count_import = limit_per_user_and_address("import", N_("progress imports"))
 
 
+def password_attempt_wait(request: Request, username: str) -> float:
+    """Seconds before this address may try a password for `username` (0: now); the attempt
+    counts. Every attempt counts against the address. Failures also count against the
+    username, so guessing one account's password from many addresses is slowed down too; but
+    that limit holds back only addresses that have failed lately, so the owner, at an address
+    with no recent failure, still gets in while someone else guesses at the account."""
+    limits = request.app.state.limits
+    address = client_address(request)
+    wait = limits["login_address"].hit(address)
+    if not wait and limits["login_failed_address"].count(address):
+        wait = limits["login_username"].retry_after_s(username.lower())
+    return wait
+
+
+def record_password_failure(request: Request, username: str) -> None:
+    """A wrong password for `username` from this address (see password_attempt_wait)."""
+    request.app.state.limits["login_username"].record(username.lower())
+    request.app.state.limits["login_failed_address"].record(client_address(request))
+
+
 def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str, SlidingWindow]:
     return {
         "login_address": SlidingWindow(parse_rate(login)),

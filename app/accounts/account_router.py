@@ -16,7 +16,12 @@ from app.db import SQLITE_INTEGERS, SessionDep
 from app.forms import parse_form
 from app.heavy_work import HASHING
 from app.i18n import N_, translate
-from app.ratelimit import SlidingWindow, client_address, wait_message
+from app.ratelimit import (
+    client_address,
+    password_attempt_wait,
+    record_password_failure,
+    wait_message,
+)
 from app.security import CurrentSessionId, CurrentUser, hash_password, verify_password
 from app.templating import templates
 
@@ -69,10 +74,6 @@ def account_page(
     return _account_page(request, session, user, this_session_id, notice=DONE_NOTICES.get(done))
 
 
-def _limiter(request: Request, name: str) -> SlidingWindow:
-    return request.app.state.limits[name]
-
-
 # Sync on purpose, as log-in is: two argon2 hashes would stall the event loop.
 @router.post("/password", response_class=HTMLResponse, dependencies=[HASHING])
 def change_password(
@@ -87,10 +88,7 @@ def change_password(
     """Needs the current password, so a borrowed or stolen session cannot lock the owner out;
     guesses at it count as log-in attempts and failures, under the same limits."""
     assert user.id is not None
-    address = client_address(request)
-    wait = _limiter(request, "login_address").hit(address)
-    if not wait and _limiter(request, "login_failed_address").count(address):
-        wait = _limiter(request, "login_username").retry_after_s(user.username.lower())
+    wait = password_attempt_wait(request, user.username)
     if wait:
         message = wait_message(wait, N_("password attempts"))
         return _account_page(request, session, user, this_session_id, [message], 429)
@@ -101,9 +99,8 @@ def change_password(
     }
     change, errors = parse_form(PasswordChange, fields, PASSWORD_CHANGE_LABELS)
     if current_password and not verify_password(current_password, user.password_hash):
-        _limiter(request, "login_username").record(user.username.lower())
-        _limiter(request, "login_failed_address").record(address)
-        log.info("wrong current password for %r from %s", user.username, address)
+        record_password_failure(request, user.username)
+        log.info("wrong current password for %r from %s", user.username, client_address(request))
         errors.append(N_("Current password: wrong password"))
     if change is None or errors:
         return _account_page(request, session, user, this_session_id, errors, 422)

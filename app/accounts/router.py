@@ -21,7 +21,13 @@ from app.forms import parse_form
 from app.heavy_work import HASHING
 from app.i18n import N_, translate
 from app.language import LANG_CHOICES
-from app.ratelimit import SlidingWindow, client_address, wait_message
+from app.ratelimit import (
+    SlidingWindow,
+    client_address,
+    password_attempt_wait,
+    record_password_failure,
+    wait_message,
+)
 from app.security import CurrentUser, log_in, log_out, unknown_user_hash, verify_password
 from app.templating import templates
 
@@ -154,14 +160,7 @@ def login(
 ) -> Response:
     next_path = _safe_next(next)
     username = username.strip()
-    # Every attempt counts against the address. Failures also count against the username, so
-    # guessing one account's password from many addresses is slowed down too; but that limit
-    # holds back only addresses that have failed lately, so the owner, at an address with no
-    # recent failure, still gets in while someone else guesses at the account.
-    address = client_address(request)
-    wait = _limiter(request, "login_address").hit(address)
-    if not wait and _limiter(request, "login_failed_address").count(address):
-        wait = _limiter(request, "login_username").retry_after_s(username.lower())
+    wait = password_attempt_wait(request, username)
     if wait:
         return _too_many(request, "login", wait, N_("log-in attempts"), username, next_path)
     # One name whatever its case, through the same lower() as the unique index (User).
@@ -170,9 +169,8 @@ def login(
     ).first()
     known_hash = user.password_hash if user is not None else unknown_user_hash()
     if not verify_password(password, known_hash) or user is None:
-        _limiter(request, "login_username").record(username.lower())
-        _limiter(request, "login_failed_address").record(address)
-        log.info("failed log-in for %r from %s", username, address)
+        record_password_failure(request, username)
+        log.info("failed log-in for %r from %s", username, client_address(request))
         wrong = N_("Wrong username or password")
         return _form(request, "login", [wrong], 422, username, next_path)
     if user.disabled:
