@@ -152,8 +152,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems += app.state.quiz.card_problems(c.meta.id for c in app.state.cards.all())
     if problems:
         raise CardError("; ".join(problems))
+    # The Chinese cards and questions keep to the glossary's preferred terms.
+    chinese = [(f"cards/zh-CN/{c.meta.id}.md", f"{c.meta.title}\n{c.meta.summary}\n{c.text}")
+               for c in app.state.cards.editions("zh")]  # fmt: skip
+    zh_quiz = sorted((settings.content_dir / "quiz" / "zh-CN").glob("*.yaml"))
+    chinese += [(f"quiz/zh-CN/{p.name}", p.read_text(encoding="utf-8")) for p in zh_quiz]
     app.state.glossary = Glossary.load(
-        settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all())
+        settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all()), chinese
     )
     app.state.limits = limits_for(
         settings.login_rate_limit,

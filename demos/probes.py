@@ -158,6 +158,10 @@ def _functional_group_size(bound: dict[str, Any]) -> int:
 
 def logical_bytes(kind: str, payload_bytes: int, group_size: int) -> float | None:
     """What NCCL's ring would send from this rank for one such op (a send sends its payload)."""
+    if kind in ("gather", "scatter"):
+        # c10d's gather_/scatter_ carry one rank's piece; nccl-tests sizes S as the whole
+        # gathered (scattered) buffer, N pieces, and the bus factor is (N-1)/N of that.
+        payload_bytes *= group_size
     if kind in _RING_KINDS:
         return ring_bytes_per_rank(Collective(kind), payload_bytes, group_size)
     if kind == "send":

@@ -669,7 +669,7 @@ def test_progress_and_the_topic_picker_name_topics_by_their_chinese_titles(
             assert f">{escape(chinese)}</a>" in table
             assert f">{escape(card.meta.title)}</a>" not in table
             assert f'value="{card.meta.id}">{escape(chinese)}</option>' in picker
-    assert rows == len(library.all()) == 36
+    assert rows == len(library.all()) >= 50
     english = client.get("/progress", params={"lang": "en"}).text
     assert f">{escape(library.all()[0].meta.title)}</a>" in english
 

@@ -53,7 +53,7 @@ from functools import partial
 
 from app.calc.comm import Collective, ring_factor
 from app.calc.messages import N_, Message
-from app.calc.model import ModelConfig, count_params
+from app.calc.model import ModelConfig, attention_params_per_tp_rank, count_params
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 SEND = "send"  # a point-to-point send: nccl-tests' sendrecv, busbw = algbw
@@ -236,8 +236,9 @@ def _validate(layout: CommLayout) -> None:
             raise ValueError(Message(template, ep=layout.ep, experts=cfg.experts))
         if (layout.dp * layout.cp) % layout.ep:
             template = N_(
-                "ep (%(ep)s) must divide dp * cp (%(dp_cp)s): expert parallelism is carved "
-                "out of the data-parallel ranks"
+                "ep (%(ep)s) must divide dp * cp (%(dp_cp)s) while the expert "
+                "tensor-parallel size equals tp, Megatron-Core's default, which these "
+                "calculators keep"
             )
             raise ValueError(Message(template, ep=layout.ep, dp_cp=layout.dp * layout.cp))
 
@@ -265,8 +266,10 @@ def stage_params(layout: CommLayout) -> tuple[float, float]:
     cfg = layout.model
     counts = count_params(cfg)
     t = layout.tp
-    dense_layer = (counts.attention + counts.mlp + counts.shared_experts) / t + (
-        counts.router + counts.norms
+    dense_layer = (
+        attention_params_per_tp_rank(cfg, t)
+        + (counts.mlp + counts.shared_experts) / t
+        + (counts.router + counts.norms)
     )
     embedding = counts.embedding / t + counts.positions
     output = counts.lm_head / t + counts.final_norm if layout.pp == 1 else 0.0

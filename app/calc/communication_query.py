@@ -3,16 +3,19 @@ the JSON API and the command line, and its full answer as plain data."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from app.calc.comm import Collective, nccl_tests_source, ring_factor
 from app.calc.comm_volume import (
     DTYPE_BYTES,
     STRATEGIES,
     CommCall,
     CommLayout,
     bus_factor,
+    latency_steps,
     step_calls,
 )
 from app.calc.links import LINKS, Link, alpha_beta_time
@@ -39,6 +42,10 @@ LABELS = {
     "ep_link": "EP link",
     "cp_link": "CP link",
     "compute_s": "Compute time per step (s)",
+    "collective": "Collective",
+    "collective_ranks": "Ranks N",
+    "collective_mb": "Size S (MB)",
+    "collective_link": "Link",
 }
 
 STRATEGY_LABELS = {
@@ -52,6 +59,19 @@ STRATEGY_LABELS = {
 Preset = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
 LinkName = Literal[tuple(LINKS)]  # type: ignore[valid-type]
 DtypeName = Literal[tuple(DTYPE_BYTES)]  # type: ignore[valid-type]
+CollectiveName = Literal[tuple(Collective)]  # type: ignore[valid-type]
+
+# nccl-tests' busbw / algbw for each collective, symbolic (app.calc.comm).
+BUS_FACTOR_LATEX = {
+    Collective.ALL_REDUCE: r"2\frac{N-1}{N}",
+    Collective.REDUCE_SCATTER: r"\frac{N-1}{N}",
+    Collective.ALL_GATHER: r"\frac{N-1}{N}",
+    Collective.ALL_TO_ALL: r"\frac{N-1}{N}",
+    Collective.BROADCAST: "1",
+    Collective.REDUCE: "1",
+    Collective.GATHER: r"\frac{N-1}{N}",
+    Collective.SCATTER: r"\frac{N-1}{N}",
+}
 
 
 def _count(le: int, description: str = "") -> Any:
@@ -83,6 +103,14 @@ class CommunicationQuery(BaseModel):
     compute_s: Annotated[
         float, Field(gt=0, le=1e6, description="Seconds of compute per step on one GPU.")
     ] = 4.0
+    collective: CollectiveName = Field(
+        "all_reduce", description="One collective on its own, as nccl-tests times it."
+    )
+    collective_ranks: Annotated[int, _count(65_536, "N, the ranks of that collective")] = 8
+    collective_mb: Annotated[
+        float, Field(gt=0, le=1e9, description="S in MB (10^6 B), as nccl-tests sizes it.")
+    ] = 1000.0
+    collective_link: LinkName = "nvlink4"
 
     @model_validator(mode="after")
     def _consistent(self) -> CommunicationQuery:
@@ -148,6 +176,31 @@ def _call_row(call: CommCall, link: Link, element_bytes: int) -> dict[str, Any]:
     }
 
 
+def collective_row(kind: str, ranks: int, payload_bytes: float, link: Link) -> dict[str, Any]:
+    """One collective of S = `payload_bytes` on `ranks` ranks over `link`, timed as the step's
+    collectives are: the busiest rank moves factor * S in k steps, t = k alpha + factor S / beta
+    (app.calc.links), so busbw = algbw * factor approaches beta as S grows (nccl-tests)."""
+    factor = ring_factor(Collective(kind), ranks)
+    sent_bytes = float(factor * Fraction(payload_bytes))
+    steps = latency_steps(kind, ranks)
+    time_s = alpha_beta_time(sent_bytes, steps, link)
+    algbw = payload_bytes / time_s if time_s else 0.0
+    return {
+        "collective": str(kind),
+        "ranks": ranks,
+        "payload_bytes": payload_bytes,
+        "bus_factor": float(factor),
+        "bus_factor_latex": BUS_FACTOR_LATEX[Collective(kind)],
+        "sent_bytes": sent_bytes,
+        "latency_steps": steps,
+        "link": link.slug,
+        "time_s": time_s,
+        "algbw_bytes_per_s": algbw,
+        "busbw_bytes_per_s": algbw * float(factor),
+        "source": nccl_tests_source(Collective(kind)),
+    }
+
+
 def communication_result(query: CommunicationQuery) -> dict[str, Any]:
     """The calculator's full answer as plain data: what the API returns and `--json` prints."""
     layout = query.layout()
@@ -172,6 +225,7 @@ def communication_result(query: CommunicationQuery) -> dict[str, Any]:
         )
     comm_s = sum(s["time_s"] for s in strategies)
     n_d = query.dp * query.cp
+    payload, one_link = query.collective_mb * 1e6, LINKS[query.collective_link]
     return {
         "model": layout.model.name,
         "total_params": counts.total,
@@ -203,4 +257,8 @@ def communication_result(query: CommunicationQuery) -> dict[str, Any]:
         "compute_s": query.compute_s,
         "step_s_perfect_overlap": max(query.compute_s, comm_s),
         "step_s_no_overlap": query.compute_s + comm_s,
+        "collective": collective_row(query.collective, query.collective_ranks, payload, one_link),
+        "all_collectives": [
+            collective_row(kind, query.collective_ranks, payload, one_link) for kind in Collective
+        ],
     }

@@ -11,7 +11,9 @@ from app.calc.flops import (
     MODE_LABELS,
     SECONDS_PER_DAY,
     ComputeEstimate,
+    attention_flops_per_token,
     estimate,
+    korthikanti_selective_flops_per_iteration,
     megatron_flops_per_iteration,
     utilization_from_throughput,
 )
@@ -37,6 +39,7 @@ LABELS = {
     "utilization": "Utilization (HFU)",
     "price_per_gpu_hour": "Price per GPU-hour",
     "measured_tokens_per_s": "Measured tokens/s",
+    "achieved_flops_per_gpu": "Achieved FLOP/s per GPU",
 }
 
 Preset = Literal[("custom", *PRESETS)]  # type: ignore[valid-type]
@@ -66,7 +69,11 @@ class ComputeQuery(BaseModel):
     seq_len: Annotated[int, Field(ge=1, le=1_048_576)] = 2048
     tokens: Annotated[float, Field(gt=0, le=1e16, description="D, tokens processed")] = 300e9
     mode: ModeName = "training"
-    attention_term: bool = Field(False, description="add Kaplan's 2 n_layer n_ctx d_attn")
+    attention_term: bool = Field(
+        False,
+        description="add attention's 4 n_layer n_ctx d_attn (the full count; the causal half "
+        "is shown as a conversion)",
+    )
     batch: Annotated[
         int, Field(ge=1, le=10_000_000, description="sequences per iteration (Megatron's B)")
     ] = 1536
@@ -80,6 +87,12 @@ class ComputeQuery(BaseModel):
     measured_tokens_per_s: Annotated[
         float | None, Field(gt=0, le=1e13, description="empty: no measurement")
     ] = None
+    achieved_flops_per_gpu: Annotated[
+        float | None,
+        Field(
+            gt=0, le=1e17, description="FLOP/s one GPU achieves, as a run reports it; empty: none"
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ComputeQuery:
@@ -88,6 +101,15 @@ class ComputeQuery(BaseModel):
             problems.append(Message(N_("A custom model needs Parameters N")))
         if self.attention_term and self.shape() is None:
             problems.append(Message(N_("The attention term needs Layers l and Hidden size h")))
+        if self.mode == "training_selective" and not self.attention_term:
+            problems.append(
+                Message(
+                    N_(
+                        "Selective recompute reruns attention's core only: switch on the attention "
+                        "term to count it"
+                    )
+                )
+            )
         if self.dtype not in ACCELERATORS[self.gpu].peak_flops:
             acc = ACCELERATORS[self.gpu]
             have = ", ".join(DTYPE_LABELS[d] for d in acc.peak_flops)
@@ -101,6 +123,20 @@ class ComputeQuery(BaseModel):
                 problems.append(sentence(words_of(exc)))
             else:
                 hfu = (result["measured"] or {}).get("hfu", 0)
+                achieved = (result["achieved"] or {}).get("utilization", 0)
+                if achieved > 1:
+                    template = N_(
+                        "%(achieved)s FLOP/s per GPU is more than the %(gpu)s's dense "
+                        "%(dtype)s peak: check the figure, the accelerator or the precision"
+                    )
+                    problems.append(
+                        Message(
+                            template,
+                            achieved=f"{self.achieved_flops_per_gpu:.4g}",
+                            gpu=ACCELERATORS[self.gpu].name,
+                            dtype=self.dtype,
+                        )
+                    )
                 if hfu > 1:
                     template = N_(
                         "Measured tokens/s implies %(share)s of peak, more than the hardware "
@@ -151,7 +187,8 @@ def _estimate(query: ComputeQuery) -> ComputeEstimate:
 
 
 def _megatron(query: ComputeQuery) -> dict[str, Any] | None:
-    """Narayanan et al. 2021 eq. (3) for the same run, when the shape is known (training only)."""
+    """Narayanan et al. 2021 eq. (3) for the same run, when the shape is known (training only);
+    with selective recompute, also Korthikanti et al.'s equation (8), whose count differs."""
     shape = query.shape()
     if query.mode == "inference" or shape is None or not shape[2]:
         return None
@@ -161,7 +198,24 @@ def _megatron(query: ComputeQuery) -> dict[str, Any] | None:
         query.batch, query.seq_len, layers, hidden, vocab, recompute=recompute
     )
     iterations = query.tokens / (query.batch * query.seq_len)
+    selective = None
+    if query.mode == "training_selective":
+        paper = korthikanti_selective_flops_per_iteration(
+            query.batch, query.seq_len, layers, hidden, vocab
+        )
+        # ShardLab's count for the same GPT block: eq. (3) without recompute + one forward of
+        # the attention core per layer (flops.training_flops_per_token's "selective").
+        ours = per_iteration + query.batch * query.seq_len * attention_flops_per_token(
+            layers, query.seq_len, hidden
+        )
+        selective = {
+            "paper_flops_per_iteration": paper,
+            "flops_per_iteration": ours,
+            "paper_extra": paper / per_iteration - 1,
+            "extra": ours / per_iteration - 1,
+        }
     return {
+        "selective": selective,
         "recompute": recompute,
         "batch": query.batch,
         "seq_len": query.seq_len,
@@ -192,6 +246,32 @@ def compute_result(query: ComputeQuery) -> dict[str, Any]:
             ),
             "time_s": query.tokens / tps,
         }
+    achieved = None
+    if query.achieved_flops_per_gpu is not None:
+        # A run's reported FLOP/s per GPU, counted however the run counts (Megatron's eq. (3)
+        # includes recompute, so it is hardware FLOPs): utilization of peak, the aggregate,
+        # and what the aggregate does to this calculator's executed FLOPs.
+        x = query.achieved_flops_per_gpu
+        aggregate = x * est.gpus
+        achieved = {
+            "flops_per_gpu": x,
+            "utilization": x / est.peak_flops,
+            "aggregate_flops": aggregate,
+            "tokens_per_s": aggregate / est.hardware_flops_per_token,
+            "time_s": est.hardware_flops / aggregate,
+            "time_days": est.hardware_flops / aggregate / SECONDS_PER_DAY,
+        }
+    attention = None
+    shape = query.shape() if query.attention_term else None
+    if shape:
+        layers, _, _, d_attn = shape
+        attention = {
+            "convention": "full",
+            "forward_flops_per_token": attention_flops_per_token(layers, query.seq_len, d_attn),
+            "causal_forward_flops_per_token": attention_flops_per_token(
+                layers, query.seq_len, d_attn, causal=True
+            ),
+        }
     return {
         "model": PRESETS[query.preset].name if query.preset in PRESETS else "custom",
         "params": n,
@@ -216,4 +296,6 @@ def compute_result(query: ComputeQuery) -> dict[str, Any]:
         "tokens_per_s": est.tokens_per_s,
         "megatron": _megatron(query),
         "measured": measured,
+        "achieved": achieved,
+        "attention": attention,
     }

@@ -21,6 +21,24 @@ executor", docs.vllm.ai, Engine Arguments) reserves it. The runtime overhead (CU
 one forward pass's activations, communicator buffers) is one editable constant: the anchors
 put the CUDA context alone at 1-2 GB (Ultra-Scale Playbook; research/anchors.md section 3.7).
 
+Multi-head latent attention (MLA: DeepSeek-AI, DeepSeek-V2, arXiv:2405.04434, Section 2.1 and
+Table 1) caches one compressed latent of d_c = kv_lora_rank elements and one decoupled RoPE key
+of d_h^R = qk_rope_head_dim elements per token and layer, shared by every head:
+
+    KV cache  (d_c + d_h^R) * L * s * b * B_kv    (no factor 2: K and V come from the same latent)
+
+and, having no head axis to split, the whole latent cache sits on every tensor-parallel rank:
+vLLM's `MLAAttention.get_kv_cache_spec` returns `MLAAttentionSpec(num_kv_heads=1, head_size=
+kv_lora_rank + qk_rope_head_dim)` whatever t is (vllm/model_executor/layers/attention/
+mla_attention.py at 90b0a26e), and SGLang's `MLATokenToKVPool` allocates (tokens, 1,
+kv_lora_rank + qk_rope_head_dim) per layer (python/sglang/srt/mem_cache/memory_pool.py at
+000ccdba). Only attention run data-parallel (SGLang --enable-dp-attention, vLLM's DP attention)
+stops that copy.
+
+A nominal parameter count ("70B") may stand in for the exact count of the shape, and a KV size
+per token for the one the shape gives: then the weights and what is left for the cache need no
+full model config.
+
 Weights in int4 count 0.5 bytes per parameter and nothing else: real int4 formats (GPTQ, AWQ)
 add a 16-bit scale (and often a zero point) per group of 128 weights, 1/64 to 1/32 of a byte
 per weight more (+3 to 6 %), and usually keep the embeddings in 16 bits. Not counted here.
@@ -37,6 +55,8 @@ from app.calc.model import ModelConfig, count_params
 from app.calc.units import GB
 
 WeightDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+# "gqa": k KV heads of dimension d (MHA: k = a; MQA: k = 1); "mla": one latent per token and layer.
+AttentionKind = Literal["gqa", "mla"]
 KvDtype = Literal["bf16", "fp16", "fp8", "fp32"]
 
 WEIGHT_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
@@ -56,6 +76,13 @@ OVERHEAD_SOURCE = (
     "CUDA context, activations of one forward pass, NCCL buffers: 1–2 GB CUDA context in the "
     "Ultra-Scale Playbook (anchors §3.7); editable"
 )
+MLA_SOURCE = (
+    "MLA caches (d_c + d_h^R) elements per token and layer: DeepSeek-V2, arXiv:2405.04434, "
+    "Table 1; one latent on every TP rank: vLLM MLAAttentionSpec(num_kv_heads=1), SGLang "
+    "MLATokenToKVPool"
+)
+NOMINAL_WEIGHTS_SOURCE = "Nominal parameter count × bytes per weight ÷ t; int4 without group scales"
+GIVEN_KV_SOURCE = "KV bytes per token as given, split over t as the model's KV heads are"
 UTILISATION_SOURCE = (
     "vLLM --gpu-memory-utilization, default 0.9: the fraction of GPU memory vLLM may use "
     "(docs.vllm.ai, Engine Arguments)"
@@ -73,6 +100,11 @@ class InferenceSetup:
     overhead_bytes: float = 1e9
     gpu_memory_bytes: float = 80e9
     utilisation: float = 0.9
+    attention: AttentionKind = "gqa"
+    kv_lora_rank: int = 512  # d_c, MLA only (DeepSeek-V2 and V3: 512)
+    qk_rope_head_dim: int = 64  # d_h^R, MLA only (DeepSeek-V2 and V3: 64)
+    params: float | None = None  # a nominal parameter count; None: the exact count of `model`
+    kv_bytes_per_token: float | None = None  # the model's KV bytes per token; None: its shape's
 
 
 @dataclass(frozen=True)
@@ -95,6 +127,9 @@ class InferenceMemory:
     budget_bytes: float  # utilisation x GPU memory
     largest_batch: int  # at the given context; 0 when not even one sequence fits
     largest_context: int  # at the given batch; 0 when not even one token fits
+    free_for_kv_bytes: float = 0.0  # budget - weights - overhead (negative: the weights overflow)
+    tokens_that_fit: int = 0  # cache slots one GPU has room for, all sequences together
+    kv_replicated: bool = False  # some GPU holds a KV head (or MLA latent) another also holds
     terms: list[Term] = field(default_factory=list)
 
     @property
@@ -128,13 +163,22 @@ def kv_bytes_per_token(
     return 2 * layers * kv_heads * head_dim * bytes_per_element
 
 
-def check_tensor_parallel(model: ModelConfig, tp: int) -> None:
-    """Raise ValueError unless t splits the heads the way vLLM's QKVParallelLinear can."""
+def mla_kv_elements_per_token(layers: int, kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """(d_c + d_h^R) · L: one token's cached latent and RoPE key over every layer (DeepSeek-V2,
+    arXiv:2405.04434, Table 1: "(d_c + d_h^R) l", about 9/2 d_h l for d_c = 4 d_h)."""
+    return (kv_lora_rank + qk_rope_head_dim) * layers
+
+
+def check_tensor_parallel(model: ModelConfig, tp: int, attention: AttentionKind = "gqa") -> None:
+    """Raise ValueError unless t splits the heads the way vLLM's QKVParallelLinear can. An MLA
+    layer splits its query heads only: its one latent is not split."""
     if tp < 1:
         raise ValueError(f"tensor parallel must be at least 1, got {tp}")
     if model.heads % tp:
         template = N_("tensor parallel (%(tp)s) must divide the %(heads)s attention heads")
         raise ValueError(Message(template, tp=tp, heads=model.heads))
+    if attention == "mla":
+        return
     if model.kv_heads % tp and tp % model.kv_heads:
         template = N_(
             "tensor parallel (%(tp)s) must divide the %(kv_heads)s KV heads, or be a multiple "
@@ -157,11 +201,55 @@ def _gb(x: float) -> str:
     return rf"{x / GB:.2f}\ \text{{GB}}"
 
 
+def _kv_term(setup: InferenceSetup, k_gpu: int, per_token_gpu: float, kv: float) -> Term:
+    """The KV cache's row: its formula and this setup's numbers, for the kind of attention."""
+    cfg, t, b_kv = setup.model, setup.tp, KV_BYTES[setup.kv_dtype]
+    s_b = rf"{_tex(setup.context)}\times{_tex(setup.batch)}"
+    label = f"KV cache ({setup.kv_dtype})"
+    if setup.kv_bytes_per_token is not None:
+        share = r"" if setup.attention == "mla" else rf"\times\frac{{{k_gpu}}}{{{cfg.kv_heads}}}"
+        return Term(
+            key="kv_cache",
+            label=label,
+            bytes_=kv,
+            formula=r"B_\text{token,GPU}\,s\,b",
+            substituted=rf"{_tex(setup.kv_bytes_per_token)}{share}\times{s_b} = {_gb(kv)}",
+            source=GIVEN_KV_SOURCE if setup.attention == "gqa" else MLA_SOURCE,
+        )
+    if setup.attention == "mla":
+        return Term(
+            key="kv_cache",
+            label=label,
+            bytes_=kv,
+            formula=r"(d_c + d_h^R)\,L\,s\,b\,B_{kv}",
+            substituted=(
+                rf"({setup.kv_lora_rank}+{setup.qk_rope_head_dim})\times{cfg.layers}\times{s_b}"
+                rf"\times{_tex(b_kv)} = {_gb(kv)}\quad\text{{(on each of the {t} GPUs)}}"
+            ),
+            source=MLA_SOURCE,
+        )
+    if cfg.kv_heads >= t:
+        heads_tex = rf"\frac{{k}}{{t}} = \frac{{{cfg.kv_heads}}}{{{t}}}"
+    else:
+        heads_tex = rf"1\ (k = {cfg.kv_heads} < t = {t}\text{{: replicated}})"
+    return Term(
+        key="kv_cache",
+        label=label,
+        bytes_=kv,
+        formula=r"2\,L\,k_\text{GPU}\,d\,s\,b\,B_{kv}",
+        substituted=(
+            rf"2\times{cfg.layers}\times{k_gpu}\times{cfg.dim_per_head}\times{s_b}"
+            rf"\times{_tex(b_kv)} = {_gb(kv)},\quad k_\text{{GPU}} = {heads_tex}"
+        ),
+        source=f"{KV_SOURCE}; {KV_HEADS_SOURCE}",
+    )
+
+
 def inference_memory(setup: InferenceSetup) -> InferenceMemory:
     """Per-GPU memory of serving `setup.model` (module docstring), with what fits."""
     cfg = setup.model
     params = count_params(cfg)  # raises ValueError for shapes no transformer has
-    check_tensor_parallel(cfg, setup.tp)
+    check_tensor_parallel(cfg, setup.tp, setup.attention)
     if setup.context < 1 or setup.batch < 1:
         raise ValueError("context and batch must be at least 1")
     if setup.overhead_bytes < 0:
@@ -170,45 +258,51 @@ def inference_memory(setup: InferenceSetup) -> InferenceMemory:
         raise ValueError("utilisation must be in (0, 1]")
     if setup.gpu_memory_bytes <= 0:
         raise ValueError("GPU memory must be positive")
+    if setup.params is not None and setup.params <= 0:
+        raise ValueError("the parameter count must be positive")
+    if setup.kv_bytes_per_token is not None and setup.kv_bytes_per_token <= 0:
+        raise ValueError("the KV bytes per token must be positive")
+    if setup.attention == "mla" and (setup.kv_lora_rank < 1 or setup.qk_rope_head_dim < 0):
+        raise ValueError("kv_lora_rank must be at least 1 and qk_rope_head_dim at least 0")
 
     t, d = setup.tp, cfg.dim_per_head
     b_w, b_kv = WEIGHT_BYTES[setup.weight_dtype], KV_BYTES[setup.kv_dtype]
-    k_gpu = kv_heads_per_gpu(cfg.kv_heads, t)
-    per_token_model = kv_bytes_per_token(cfg.layers, cfg.kv_heads, d, b_kv)
-    per_token_gpu = kv_bytes_per_token(cfg.layers, k_gpu, d, b_kv)
+    if setup.attention == "mla":
+        # One latent, not split: every rank holds all of it (vLLM, SGLang; module docstring).
+        k_gpu, replicated = 1, t > 1
+        per_token_model = (
+            mla_kv_elements_per_token(cfg.layers, setup.kv_lora_rank, setup.qk_rope_head_dim) * b_kv
+        )
+        if setup.kv_bytes_per_token is not None:
+            per_token_model = setup.kv_bytes_per_token
+        per_token_gpu = per_token_model
+    else:
+        k_gpu, replicated = kv_heads_per_gpu(cfg.kv_heads, t), cfg.kv_heads < t
+        per_token_model = kv_bytes_per_token(cfg.layers, cfg.kv_heads, d, b_kv)
+        if setup.kv_bytes_per_token is not None:
+            per_token_model = setup.kv_bytes_per_token
+        per_token_gpu = per_token_model * k_gpu / cfg.kv_heads
 
-    weights = params.total * b_w / t
+    total_params = params.total if setup.params is None else setup.params
+    weights = total_params * b_w / t
     kv = per_token_gpu * setup.context * setup.batch
     budget = setup.utilisation * setup.gpu_memory_bytes
     free_for_kv = budget - weights - setup.overhead_bytes
     largest_batch = max(0, math.floor(free_for_kv / (per_token_gpu * setup.context)))
     largest_context = max(0, math.floor(free_for_kv / (per_token_gpu * setup.batch)))
+    tokens_that_fit = max(0, math.floor(free_for_kv / per_token_gpu))
 
-    if cfg.kv_heads >= t:
-        heads_tex = rf"\frac{{k}}{{t}} = \frac{{{cfg.kv_heads}}}{{{t}}}"
-    else:
-        heads_tex = rf"1\ (k = {cfg.kv_heads} < t = {t}\text{{: replicated}})"
+    weights_symbol = r"\Psi" if setup.params is None else r"\Psi_\text{nominal}"
     terms = [
         Term(
             key="weights",
             label=f"Weights ({setup.weight_dtype})",
             bytes_=weights,
-            formula=r"\frac{\Psi\,B_w}{t}",
-            substituted=rf"\frac{{{_tex(params.total)}\times{_tex(b_w)}}}{{{t}}} = {_gb(weights)}",
-            source=WEIGHTS_SOURCE,
+            formula=rf"\frac{{{weights_symbol}\,B_w}}{{t}}",
+            substituted=rf"\frac{{{_tex(total_params)}\times{_tex(b_w)}}}{{{t}}} = {_gb(weights)}",
+            source=WEIGHTS_SOURCE if setup.params is None else NOMINAL_WEIGHTS_SOURCE,
         ),
-        Term(
-            key="kv_cache",
-            label=f"KV cache ({setup.kv_dtype})",
-            bytes_=kv,
-            formula=r"2\,L\,k_\text{GPU}\,d\,s\,b\,B_{kv}",
-            substituted=(
-                rf"2\times{cfg.layers}\times{k_gpu}\times{d}\times{_tex(setup.context)}"
-                rf"\times{_tex(setup.batch)}\times{_tex(b_kv)} = {_gb(kv)},\quad "
-                rf"k_\text{{GPU}} = {heads_tex}"
-            ),
-            source=f"{KV_SOURCE}; {KV_HEADS_SOURCE}",
-        ),
+        _kv_term(setup, k_gpu, per_token_gpu, kv),
         Term(
             key="overhead",
             label="Runtime overhead",
@@ -220,13 +314,16 @@ def inference_memory(setup: InferenceSetup) -> InferenceMemory:
     ]
     return InferenceMemory(
         setup=setup,
-        total_params=params.total,
+        total_params=round(total_params),
         kv_heads_per_gpu=k_gpu,
         kv_bytes_per_token_model=per_token_model,
         kv_bytes_per_token_gpu=per_token_gpu,
         budget_bytes=budget,
         largest_batch=largest_batch,
         largest_context=largest_context,
+        free_for_kv_bytes=free_for_kv,
+        tokens_that_fit=tokens_that_fit,
+        kv_replicated=replicated,
         terms=terms,
     )
 

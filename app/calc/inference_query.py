@@ -40,7 +40,16 @@ LABELS = {
     "utilisation": "GPU memory utilisation u",
     "gpu": "GPU",
     "unit": "Units",
+    "attention": "Attention",
+    "kv_lora_rank": "Latent d_c (kv_lora_rank)",
+    "qk_rope_head_dim": "RoPE key d_h^R (qk_rope_head_dim)",
+    "params": "Nominal parameters",
+    "kv_bytes_per_token": "KV bytes per token",
 }
+
+# MLA's sizes in DeepSeek-V2 and V3 (arXiv:2405.04434 Section 3.1.2; arXiv:2412.19437
+# Section 4.2), taken when the query names MLA without them.
+MLA_DEFAULTS = {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
 
 Preset = Literal[("custom", *PRESETS)]  # type: ignore[valid-type]
 GpuName = Literal[tuple(GPUS)]  # type: ignore[valid-type]
@@ -79,6 +88,21 @@ class InferenceQuery(BaseModel):
     utilisation: Annotated[float, Field(gt=0, le=1, description="vLLM default 0.9")] = 0.9
     gpu: GpuName = "h100-80gb"
     unit: Literal["GB", "GiB"] = "GB"
+    attention: Literal["gqa", "mla"] = Field(
+        "gqa", description="gqa: k KV heads (MHA, GQA, MQA); mla: one latent per token and layer"
+    )
+    kv_lora_rank: Annotated[int | None, _count(65_536, "MLA latent d_c; empty: 512")] = None
+    qk_rope_head_dim: Annotated[
+        int | None, Field(ge=0, le=4096, description="MLA RoPE key d_h^R; empty: 64")
+    ] = None
+    params: Annotated[
+        float | None,
+        Field(gt=0, le=1e14, description="nominal parameter count (e.g. 70e9); empty: exact"),
+    ] = None
+    kv_bytes_per_token: Annotated[
+        float | None,
+        Field(gt=0, le=1e9, description="the model's KV bytes per token; empty: from the shape"),
+    ] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceQuery:
@@ -103,6 +127,15 @@ class InferenceQuery(BaseModel):
             overhead_bytes=self.overhead_gb * 1e9,
             gpu_memory_bytes=GPUS[self.gpu].memory_bytes,
             utilisation=self.utilisation,
+            attention=self.attention,
+            kv_lora_rank=self.kv_lora_rank or MLA_DEFAULTS["kv_lora_rank"],
+            qk_rope_head_dim=(
+                MLA_DEFAULTS["qk_rope_head_dim"]
+                if self.qk_rope_head_dim is None
+                else self.qk_rope_head_dim
+            ),
+            params=self.params,
+            kv_bytes_per_token=self.kv_bytes_per_token,
         )
 
 
@@ -128,7 +161,12 @@ def inference_result(query: InferenceQuery) -> dict[str, Any]:
         "total_params": report.total_params,
         "head_dim": cfg.dim_per_head,
         "kv_heads_per_gpu": report.kv_heads_per_gpu,
-        "kv_replicated": cfg.kv_heads < query.tp,
+        "attention": setup.attention,
+        "kv_lora_rank": setup.kv_lora_rank if setup.attention == "mla" else None,
+        "qk_rope_head_dim": setup.qk_rope_head_dim if setup.attention == "mla" else None,
+        "nominal_params": setup.params is not None,
+        "kv_given": setup.kv_bytes_per_token is not None,
+        "kv_replicated": report.kv_replicated,
         "kv_bytes_per_token_model": report.kv_bytes_per_token_model,
         "kv_bytes_per_token_gpu": report.kv_bytes_per_token_gpu,
         "weights_bytes": report.term("weights").bytes_,
@@ -154,5 +192,7 @@ def inference_result(query: InferenceQuery) -> dict[str, Any]:
         "headroom_bytes": report.headroom_bytes,
         "largest_batch": report.largest_batch,
         "largest_context": report.largest_context,
+        "free_for_kv_bytes": report.free_for_kv_bytes,
+        "tokens_that_fit": report.tokens_that_fit,
         "chart": {"batch": [b for b, _ in points], "total_bytes": [m for _, m in points]},
     }

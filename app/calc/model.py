@@ -178,6 +178,23 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     )
 
 
+def attention_params_per_tp_rank(cfg: ModelConfig, tp: int) -> float:
+    """One layer's attention parameters on each of tp tensor-parallel ranks.
+
+    Q and the output projection split tp ways. K and V split too while tp divides the KV
+    heads; with more ranks than KV heads each rank keeps one whole KV head, so K and V are
+    replicated tp / kv_heads times. Megatron-Core allows either (transformer_config.py: the
+    query groups must be a multiple or a divisor of tp; attention.py replicates the KV heads;
+    read at main@d98e8a64, 2026-08-22), as vLLM does at inference.
+    """
+    if cfg.kv_heads % tp and tp % cfg.kv_heads:
+        raise ValueError(f"tp={tp} and {cfg.kv_heads} KV heads must divide one another")
+    kv_width = cfg.kv_heads * cfg.dim_per_head
+    kv = 2 * cfg.hidden * kv_width + (2 * kv_width if cfg.attention_bias else 0)
+    replicas = max(cfg.kv_heads, tp) / cfg.kv_heads
+    return (count_params(cfg).attention + (replicas - 1) * kv) / tp
+
+
 def _llama(
     name: str, layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int
 ) -> ModelConfig:

@@ -32,6 +32,13 @@ published closed forms exactly (tests/calc/test_pipeline.py):
   is (p - 1) max(T_F + T_B - T_W, T_F, T_B) (m >= p), which the page shows beside the formula.
 
 Here t_b in the first two papers is the whole backward, t_b + t_w in this module's terms.
+
+Stages need not be equal: `stage_scale` multiplies every action of stage i by its own factor
+(more layers, or the LM head and loss on the last stage: Llama 3, arXiv:2407.21783, Section
+3.3.2). The closed forms above assume equal stages; with no send/receive time, GPipe's step
+is then sum_i(s_i) + (m - 1) max_i(s_i) times t_f + t_b + t_w (imbalanced_step), one
+micro-batch's trip through every stage and m - 1 more at the slowest stage's pace, and so is
+1F1B's when its last stage is the slowest.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ class PipelineSetup:
     t_b: float = 1.0  # input gradient (B)
     t_w: float = 1.0  # weight gradient (W)
     t_p2p: float = 0.0  # send/recv between two stages
+    # Each stage's time relative to t_f, t_b, t_w (one factor per stage); empty: all equal.
+    stage_scale: tuple[float, ...] = ()
     # Whose interleaved 1F1B order: Megatron-LM's, the papers' and the default, or that of
     # torch.distributed.pipelining's ScheduleInterleaved1F1B, which the demo runs. They differ
     # only at m = p (see _interleaved).
@@ -75,6 +84,16 @@ class PipelineSetup:
     def virtual_chunks(self) -> int:
         """Model chunks per stage this schedule actually uses."""
         return self.chunks if self.schedule == "interleaved" else 1
+
+    @property
+    def scales(self) -> tuple[float, ...]:
+        """Each stage's time factor: `stage_scale`, or 1 for every stage."""
+        return self.stage_scale or (1.0,) * self.stages
+
+    @property
+    def balanced(self) -> bool:
+        """Whether every stage does the same work, as the closed forms assume."""
+        return len(set(self.scales)) <= 1
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,13 @@ def schedule_problems(setup: PipelineSetup) -> list[Message]:
         problems.append(Message(N_("pipeline stages and micro-batches must be at least 1")))
     if not (setup.t_f > 0 and setup.t_b > 0 and setup.t_w >= 0 and setup.t_p2p >= 0):
         problems.append(Message(N_("t_f and t_b must be positive, t_w and t_p2p not negative")))
+    if setup.stage_scale and len(setup.stage_scale) != setup.stages:
+        template = N_(
+            "give one relative stage time per stage: %(given)s given for %(stages)s stages"
+        )
+        problems.append(Message(template, given=len(setup.stage_scale), stages=setup.stages))
+    if any(not scale > 0 for scale in setup.stage_scale):
+        problems.append(Message(N_("relative stage times must be positive")))
     if setup.schedule == "interleaved":
         if setup.stages < 2:
             template = N_("the interleaved schedule needs at least 2 pipeline stages")
@@ -221,14 +247,14 @@ def stage_orders(setup: PipelineSetup) -> list[list[Action]]:
     return [_zb_h1(p, m, s) for s in range(p)]
 
 
-def _duration(setup: PipelineSetup, kind: Kind) -> float:
-    v = setup.virtual_chunks
-    return {
+def _duration(setup: PipelineSetup, kind: Kind, stage: int) -> float:
+    base = {
         "F": setup.t_f,
         "B": setup.t_b,
         "W": setup.t_w,
         "BW": setup.t_b + setup.t_w,
-    }[kind] / v
+    }[kind]
+    return setup.scales[stage] * base / setup.virtual_chunks
 
 
 def simulate(setup: PipelineSetup) -> Simulation:
@@ -268,7 +294,7 @@ def simulate(setup: PipelineSetup) -> Simulation:
                 if ready is None:
                     break
                 start = max(free[stage], ready)
-                end = start + _duration(setup, action.kind)
+                end = start + _duration(setup, action.kind, stage)
                 free[stage] = end
                 ends[(action.kind, action.microbatch, action.chunk * p + stage)] = end
                 timeline[stage].append(
@@ -355,7 +381,8 @@ def _g(x: float) -> str:
 
 
 def closed_form(setup: PipelineSetup) -> ClosedForm:
-    """The published bubble of the set-up's schedule (uniform stages, no p2p time)."""
+    """The published bubble of the set-up's schedule (uniform stages, no p2p time; with
+    `stage_scale` it is still the equal-stage formula, and `exact` is False)."""
     problems = schedule_problems(setup)
     if problems:
         raise ValueError(Message.join("; ", problems))
@@ -410,8 +437,29 @@ def closed_form(setup: PipelineSetup) -> ClosedForm:
         formula=formula,
         substituted=substituted,
         source=source,
-        exact=setup.t_p2p == 0 and (setup.schedule != "zb-h1" or (tw <= min(tf, tb) and m >= p)),
+        exact=setup.t_p2p == 0
+        and setup.balanced
+        and (setup.schedule != "zb-h1" or (tw <= min(tf, tb) and m >= p)),
     )
+
+
+def imbalanced_step(setup: PipelineSetup) -> float | None:
+    """The step with unequal stages, (t_f + t_b + t_w)(sum s_i + (m - 1) max s_i), where it is
+    exact: GPipe, and 1F1B whose last stage is (one of) the slowest, the LM-head case.
+
+    Every micro-batch crosses every stage once, and in steady state the slowest stage admits
+    one micro-batch per max_i s_i (t_f + t_b + t_w); with equal stages this is the familiar
+    (m + p - 1) t. When a stage before the last is the slowest, 1F1B's warm-up forwards fill
+    part of its wait and the step is shorter (the formula is then an upper bound). None there,
+    for the other schedules and with send/receive time: only the simulation answers.
+    """
+    if setup.schedule not in ("gpipe", "1f1b") or setup.t_p2p or schedule_problems(setup):
+        return None
+    scales = setup.scales
+    if setup.schedule == "1f1b" and scales[-1] < max(scales):
+        return None
+    work = setup.t_f + setup.t_b + setup.t_w
+    return work * (sum(scales) + (setup.microbatches - 1) * max(scales))
 
 
 def text_gantt(simulation: Simulation, width: int = 120) -> tuple[float, list[str]]:

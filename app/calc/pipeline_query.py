@@ -15,6 +15,7 @@ from app.calc.pipeline import (
     PipelineSetup,
     Schedule,
     closed_form,
+    imbalanced_step,
     schedule_problems,
     simulate,
 )
@@ -33,8 +34,25 @@ LABELS = {
     "t_b": "Input-gradient time B",
     "t_w": "Weight-gradient time W",
     "t_p2p": "Send/receive time",
+    "stage_times": "Relative stage times",
     "compare": "Compare all four",
 }
+MAX_STAGE_TIMES_CHARS = 400
+
+
+def parse_stage_times(text: str | None) -> tuple[float, ...]:
+    """Each stage's time factor from the form's text: "1, 1, 1, 1.3" is (1, 1, 1, 1.3); empty
+    or None is () (every stage equal)."""
+    if not text or not text.strip():
+        return ()
+    try:
+        scales = tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError as exc:
+        template = N_("relative stage times are numbers separated by commas, e.g. 1,1,1,1.3")
+        raise ValueError(Message(template)) from exc
+    if not all(0 < scale <= MAX_TIME for scale in scales):
+        raise ValueError(Message(N_("relative stage times must be positive")))
+    return scales
 
 
 class PipelineQuery(BaseModel):
@@ -55,11 +73,25 @@ class PipelineQuery(BaseModel):
     t_p2p: Annotated[
         float, Field(ge=0, le=MAX_TIME, description="send/recv between neighbouring stages")
     ] = 0.0
+    stage_times: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_STAGE_TIMES_CHARS,
+            description=(
+                "each stage's time relative to F, B and W, comma-separated, one per stage "
+                "(e.g. 1,1,1,1.3 for a last stage with the LM head); empty: all stages equal"
+            ),
+        ),
+    ] = None
     compare: bool = Field(True, description="also simulate the other three schedules")
 
     @model_validator(mode="after")
     def _consistent(self) -> PipelineQuery:
         problems = []
+        try:
+            parse_stage_times(self.stage_times)
+        except ValueError as exc:
+            raise ValueError(sentence(words_of(exc))) from exc
         if self.pp * self.microbatches * self.virtual_stages > MAX_BLOCKS:
             template = N_(
                 "Stages × micro-batches × model chunks must be at most %(most)s "
@@ -82,7 +114,7 @@ class PipelineQuery(BaseModel):
         return PipelineSetup(
             schedule=schedule, stages=self.pp, microbatches=self.microbatches,
             chunks=self.virtual_stages, t_f=self.t_f, t_b=self.t_b, t_w=self.t_w,
-            t_p2p=self.t_p2p,
+            t_p2p=self.t_p2p, stage_scale=parse_stage_times(self.stage_times),
         )  # fmt: skip
 
 
@@ -100,6 +132,7 @@ def schedule_summary(setup: PipelineSetup) -> dict[str, Any]:
         "bubble_fraction_of_total": sim.bubble_fraction_of_total,
         "bubble_over_ideal": sim.bubble_over_ideal,
         "closed_form_over_ideal": closed_form(setup).over_ideal,
+        "imbalanced_step": imbalanced_step(setup),
         "peak_in_flight": max(sim.peak_in_flight),
     }
 
@@ -119,8 +152,11 @@ def pipeline_result(query: PipelineQuery) -> dict[str, Any]:
         "t_b": query.t_b,
         "t_w": query.t_w,
         "t_p2p": query.t_p2p,
+        "stage_scale": list(setup.scales),
         "total_time": sim.total_time,
-        "ideal_time": query.microbatches * (query.t_f + query.t_b + query.t_w),
+        # Work on the slowest stage: with equal stages, every stage's.
+        "ideal_time": query.microbatches * (query.t_f + query.t_b + query.t_w) * max(setup.scales),
+        "imbalanced_step": imbalanced_step(setup),
         "busy_time": sim.busy_time,
         "idle_time": sim.idle_time,
         "bubble_fraction_of_total": sim.bubble_fraction_of_total,

@@ -17,9 +17,10 @@ Narayanan et al. arXiv:2104.04473):
   keeps the arithmetic simple.
 - pp divides the layers, as above.
 - ep divides the routed experts of every MoE layer; each expert is also split over tp
-  (Megatron's default expert-tensor-parallel size is tp). Expert parallelism is carved out
-  of the data-parallel ranks: ep must divide dp * cp, and the expert data-parallel degree
-  is N_e = dp * cp / ep.
+  (Megatron's default expert-tensor-parallel size is tp). Megatron-Core gives the MoE layers
+  a grid of their own, etp x ep x edp x pp over the same ranks ("MoE parallel folding",
+  parallel_state.py at main@d98e8a64); with its default etp = tp, which this calculator
+  keeps, ep must divide dp * cp and the expert data-parallel degree is N_e = dp * cp / ep.
 - cp splits the sequence. cp ranks hold identical weights, so the gradients are reduced and
   ZeRO shards over N_d = dp * cp (Megatron shards its distributed optimizer over the
   data-parallel group with context parallelism). world_size = dp * tp * pp * cp.
@@ -79,7 +80,7 @@ from app.calc.activations import (
     layer_activations,
     stage_activations,
 )
-from app.calc.model import ModelConfig, count_params
+from app.calc.model import ModelConfig, attention_params_per_tp_rank, count_params
 from app.calc.precision import BytesPerParam, bytes_per_param
 from app.calc.sharding import ddp_bucket_bytes
 from app.calc.training_measured import measured_terms
@@ -175,7 +176,8 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
     last_stage = p.pp == 1
 
     dense_layer = (
-        (counts.attention + counts.mlp + counts.shared_experts) / p.tp
+        attention_params_per_tp_rank(cfg, p.tp)
+        + (counts.mlp + counts.shared_experts) / p.tp
         + counts.router
         + counts.norms
     )
@@ -195,11 +197,17 @@ def training_memory(setup: TrainingSetup) -> MemoryReport:
             "weights",
             "Weights",
             "b_w",
-            bpp.weights,
+            bpp.weights_on_gpu,
             p.zero_stage >= 3,
             p.offload_params,
             shards,
-            f"{bpp.weights_source}; {ZERO_SOURCE} (stage 3 shards); {stage_src}",
+            f"{bpp.weights_source}"
+            + (
+                f"; + {bpp.fp8_copies:g} B FP8 copies: {bpp.fp8_copies_source}"
+                if bpp.fp8_copies
+                else ""
+            )
+            + f"; {ZERO_SOURCE} (stage 3 shards); {stage_src}",
         ),
         _state_term(
             "grads",

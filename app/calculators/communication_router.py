@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
+from app.calc.comm import Collective
 from app.calc.comm_volume import DTYPE_BYTES
 from app.calc.communication_query import LABELS, CommunicationQuery, communication_result
 from app.calc.links import LINKS
@@ -67,6 +68,22 @@ class RingOut(BaseModel):
     all_reduce_factor: float = Field(description="2(N-1)/N: all-reduce.")
 
 
+class OneCollectiveOut(BaseModel):
+    collective: str = Field(description="all_reduce, reduce_scatter, all_gather, all_to_all, "
+                            "broadcast, reduce, gather or scatter.")  # fmt: skip
+    ranks: int
+    payload_bytes: float = Field(description="S, as nccl-tests sizes it.")
+    bus_factor: float = Field(description="busbw / algbw, nccl-tests' *GetBw.")
+    bus_factor_latex: str
+    sent_bytes: float = Field(description="bus_factor * S: what the busiest rank's link carries.")
+    latency_steps: int
+    link: str
+    time_s: float = Field(description="latency_steps * alpha + sent_bytes / beta.")
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    source: str = Field(description="nccl-tests file:line of the factor.")
+
+
 class CommunicationResult(BaseModel):
     model: str
     total_params: int
@@ -84,6 +101,10 @@ class CommunicationResult(BaseModel):
     compute_s: float
     step_s_perfect_overlap: float = Field(description="max(compute, communication).")
     step_s_no_overlap: float = Field(description="compute + communication.")
+    collective: OneCollectiveOut = Field(description="The collective chosen, on its own.")
+    all_collectives: list[OneCollectiveOut] = Field(
+        description="Every collective with the same N, S and link."
+    )
 
 
 def shareable_url(query: CommunicationQuery) -> str:
@@ -100,6 +121,7 @@ def page_context(request: Request) -> tuple[dict[str, object], int]:
         "presets": [(k, v.name) for k, v in PRESETS.items()],
         "links": [(k, link.name) for k, link in LINKS.items()],
         "dtypes": [(k, f"{k} ({n} B)") for k, n in DTYPE_BYTES.items()],
+        "collectives": [(kind.value, kind.value.replace("_", "-")) for kind in Collective],
         "fmt": {"seconds": seconds, "gb": gigabytes, "rate": rate},
     }
     if query is None:
@@ -129,5 +151,9 @@ def communication(query: Annotated[CommunicationQuery, Query()]) -> Communicatio
     parallelism after arXiv:2205.05198 Section 4.2.2; PP activations and gradients per
     micro-batch; EP all-to-all (GShard, arXiv:2006.16668); CP ring passes of K and V
     (Megatron-Core context-parallel docs). Time: alpha-beta model over each dimension's link.
+
+    `collective` and `all_collectives`: one collective of S on N ranks on its own, with
+    nccl-tests' bus-bandwidth factors (src/*.cu *GetBw): all-reduce 2(N-1)/N; reduce-scatter,
+    all-gather, all-to-all, gather and scatter (N-1)/N; broadcast and reduce 1.
     """
     return CommunicationResult.model_validate(communication_result(query))

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.calc.communication_query import CommunicationQuery, communication_result
 from app.i18n import N_
-from app.worked.communication import collective_time_latex
+from app.worked.communication import collective_time_latex, one_collective_latex
 
 
 def seconds(value: float) -> str:
@@ -46,6 +46,7 @@ class CommunicationView:
     sections: list[dict[str, Any]]  # one per strategy in use, with its rows
     bars: list[Bar]  # each strategy, all communication, compute
     compute_percent: float  # where the compute time falls on the bars' scale
+    one_collective_tex: list[str]  # the chosen collective on its own, worked
 
     @property
     def links_used(self) -> list[dict[str, Any]]:
@@ -76,4 +77,10 @@ def communication_view(query: CommunicationQuery) -> CommunicationView:
         Bar(key, label, t, seconds(t), 100 * t / scale, index % 8)
         for index, (key, label, t) in enumerate(entries)
     ]
-    return CommunicationView(result, sections, bars, 100 * result["compute_s"] / scale)
+    return CommunicationView(
+        result,
+        sections,
+        bars,
+        100 * result["compute_s"] / scale,
+        one_collective_latex(result["collective"]),
+    )

@@ -45,7 +45,19 @@ ANCHORS = (
 )  # fmt: skip
 
 
+class SelectiveOut(BaseModel):
+    paper_flops_per_iteration: float = Field(
+        description="Korthikanti et al. 2022, arXiv:2205.05198, Appendix A, eq. (8)."
+    )
+    flops_per_iteration: float = Field(
+        description="eq. (3) without recompute + one forward of attention's core per layer."
+    )
+    paper_extra: float
+    extra: float
+
+
 class MegatronOut(BaseModel):
+    selective: SelectiveOut | None = None
     recompute: bool
     batch: int
     seq_len: int
@@ -62,6 +74,23 @@ class MeasuredOut(BaseModel):
     mfu: float = Field(description="tokens/s x model FLOPs per token / (GPUs x peak).")
     hfu: float = Field(description="tokens/s x executed FLOPs per token / (GPUs x peak).")
     time_s: float
+
+
+class AchievedOut(BaseModel):
+    flops_per_gpu: float
+    utilization: float = Field(description="achieved FLOP/s per GPU / dense peak.")
+    aggregate_flops: float = Field(description="achieved FLOP/s per GPU x GPUs.")
+    tokens_per_s: float
+    time_s: float
+    time_days: float
+
+
+class AttentionOut(BaseModel):
+    convention: str = Field(description="'full': Q K^T and A V over the whole context.")
+    forward_flops_per_token: float = Field(description="4 n_layer n_ctx d_attn, counted above.")
+    causal_forward_flops_per_token: float = Field(
+        description="The causal half, 2 n_layer n_ctx d_attn: a conversion, not counted above."
+    )
 
 
 class ComputeResult(BaseModel):
@@ -88,6 +117,8 @@ class ComputeResult(BaseModel):
     tokens_per_s: float
     megatron: MegatronOut | None
     measured: MeasuredOut | None
+    achieved: AchievedOut | None
+    attention: AttentionOut | None
 
 
 @router.get("/api/calc/compute", response_model=ComputeResult, tags=["calculators"])
@@ -95,9 +126,11 @@ def compute_api(query: Annotated[ComputeQuery, Query()]) -> ComputeResult:
     """Training or inference FLOPs, time, GPU-hours, cost and MFU.
 
     FLOPs per token after Kaplan et al. 2020 (arXiv:2001.08361, §2.1, Table 1): 2N forward,
-    6N training, 8N with full recomputation, N the non-embedding parameters; plus Megatron's
-    per-iteration count, Narayanan et al. 2021 (arXiv:2104.04473, §5.1, eq. (3)). Time =
-    executed FLOPs / (GPUs x dense peak x utilization). MFU and HFU as in PaLM
+    6N training, 8N with full recomputation, N the non-embedding parameters; attention, when
+    asked for, at the full count 4 n_layer n_ctx d_attn per forward (the causal half shown as
+    a conversion); from an achieved FLOP/s per GPU, utilization and aggregate throughput;
+    plus Megatron's per-iteration count, Narayanan et al. 2021 (arXiv:2104.04473, §5.1,
+    eq. (3)). Time = executed FLOPs / (GPUs x dense peak x utilization). MFU and HFU as in PaLM
     (arXiv:2204.02311, Appendix B).
     """
     return ComputeResult.model_validate(compute_result(query))

@@ -8,8 +8,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from app.calc.failures import HOUR, daly_ratio
-from app.calc.failures_query import LABELS, RATE_KINDS, FailuresQuery, failures_result
+from app.calc.failures import HOUR, daly_ratio, llama3_kinds
+from app.calc.failures_query import (
+    DTYPES,
+    LABELS,
+    OPTIMIZERS,
+    RATE_KINDS,
+    SERIES_COUNT,
+    SERIES_KINDS,
+    SERIES_RATE_KINDS,
+    FailuresQuery,
+    failures_result,
+)
 from app.calculators.pages import add_calculator_pages, share_url
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
@@ -35,6 +45,36 @@ class PublishedFailures(BaseModel):
     source: str
 
 
+class CheckpointSize(BaseModel):
+    params: float
+    weights_bytes: float
+    master_bytes: float = Field(description="fp32 master copy, 4 B/param when kept.")
+    optimizer_bytes: float = Field(description="states x state bytes per parameter.")
+    optimizer_states: int = Field(description="Adam 2 (m, v), SGD with momentum 1, none 0.")
+    total_bytes: float
+    bytes_per_param: float
+    writers: int
+    bytes_per_writer: float = Field(description="total / N: each writer's shard.")
+    write_s: float = Field(description="total / aggregate write bandwidth.")
+    async_blocking_s: float = Field(description="shard / device-to-host bandwidth.")
+
+
+class SeriesKind(BaseModel):
+    name: str
+    count: int
+    mtbf_s: float
+    afr_percent: float = Field(description="100 x one year / MTBF.")
+    rate_per_s: float = Field(description="count / MTBF.")
+    share: float = Field(description="This kind's share of the job's failures.")
+
+
+class SeriesResult(BaseModel):
+    kinds: list[SeriesKind]
+    job_mtbf_s: float = Field(description="1 / sum(n_i / M_i).")
+    job_window_probability: float
+    expected_failures_in_run: float
+
+
 class FailuresResult(BaseModel):
     units: int
     unit_mtbf_s: float
@@ -55,6 +95,8 @@ class FailuresResult(BaseModel):
     goodput_interval: float | None
     chart: FailuresChart
     published: PublishedFailures
+    checkpoint: CheckpointSize | None = Field(description="Set when ckpt_params is given.")
+    series: SeriesResult | None = Field(description="Set when a kind has a count and a rate.")
 
 
 def minutes(seconds: float) -> str:
@@ -76,7 +118,12 @@ def page_context(request: Request) -> tuple[dict[str, Any], int]:
     cards' worked examples render the same fragment with it (app.cards.examples)."""
     raw = query_inputs(request)
     query, errors = parse_form(FailuresQuery, raw, LABELS)
-    options = {"rate_kinds": list(RATE_KINDS.items())}
+    options = {
+        "rate_kinds": list(RATE_KINDS.items()),
+        "series_rate_kinds": list(SERIES_RATE_KINDS.items()),
+        "optimizers": list(OPTIMIZERS.items()),
+        "dtypes": list(DTYPES.items()),
+    }
     if query is None:
         return {"errors": errors, "query": None, "values": raw, **options}, 422
     r = failures_result(query)
@@ -109,8 +156,19 @@ def page_context(request: Request) -> tuple[dict[str, Any], int]:
                 }
             )
         ),  # fmt: skip
+        "llama_series_url": llama_series_url(query),
         **options,
     }, 200
+
+
+def llama_series_url(query: FailuresQuery) -> str:
+    """The page with Llama 3's Table 5 grouped into kinds of unit (app.calc.failures), in the
+    page's four kinds: GPU, host, network (per rack) and other (software and unknown, per job)."""
+    update: dict[str, object] = {"series_rate_kind": "mtbf_hours", "run_days": 54}
+    for (prefix, _), kind in zip(SERIES_KINDS, llama3_kinds(), strict=True):
+        update[SERIES_COUNT[prefix]] = kind.count
+        update[f"{prefix}_rate"] = round(kind.mtbf_s / HOUR, 2)
+    return shareable_url(query.model_copy(update=update))
 
 
 add_calculator_pages(router, PAGE, "failures", page_context)
@@ -125,5 +183,10 @@ def failures_api(query: Annotated[FailuresQuery, Query()]) -> FailuresResult:
     (Daly 2006, Future Generation Computer Systems 22(3)); goodput 1 − C/τ − (τ/2 + R)/M, the
     first-order model. Durations in seconds. Published anchor: Llama 3 (arXiv:2407.21783,
     §3.3.4), 419 unexpected interruptions in 54 days on up to 16,384 H100s.
+
+    With `ckpt_params`: the checkpoint's bytes (weights + fp32 master + optimizer states; no
+    gradients), each of N writers' shard, the write time at the aggregate bandwidth and the
+    blocking device-to-host copy of an asynchronous save. With `series_*` counts and rates:
+    several kinds of unit in series, job MTBF 1 / Σ nᵢ/Mᵢ.
     """
     return FailuresResult.model_validate(failures_result(query))

@@ -44,8 +44,17 @@ class InferenceMemoryResult(BaseModel):
     total_params: int
     head_dim: int
     kv_heads_per_gpu: int = Field(description="max(1, kv_heads // tp), as vLLM.")
-    kv_replicated: bool = Field(description="True when kv_heads < tp: KV heads are replicated.")
-    kv_bytes_per_token_model: float = Field(description="2·L·k·d·B for the whole model.")
+    attention: str = Field(description="gqa (MHA/GQA/MQA by k) or mla.")
+    kv_lora_rank: int | None = Field(description="MLA latent size d_c; null unless mla.")
+    qk_rope_head_dim: int | None = Field(description="MLA RoPE key size d_h^R; null unless mla.")
+    nominal_params: bool = Field(description="True when the weights come from `params`.")
+    kv_given: bool = Field(description="True when the KV size per token was given.")
+    kv_replicated: bool = Field(
+        description="True when GPUs hold the same KV: kv_heads < tp, or MLA with tp > 1."
+    )
+    kv_bytes_per_token_model: float = Field(
+        description="2·L·k·d·B for the whole model; (d_c + d_h^R)·L·B for MLA."
+    )
     kv_bytes_per_token_gpu: float = Field(description="What one GPU holds per token.")
     weights_bytes: float
     kv_cache_bytes: float
@@ -60,6 +69,8 @@ class InferenceMemoryResult(BaseModel):
     headroom_bytes: float
     largest_batch: int = Field(description="Largest batch that fits at the given context.")
     largest_context: int = Field(description="Largest context that fits at the given batch.")
+    free_for_kv_bytes: float = Field(description="Budget − weights − overhead, per GPU.")
+    tokens_that_fit: int = Field(description="KV cache slots that fit per GPU, all sequences.")
     chart: InferenceChart
 
 
@@ -85,6 +96,10 @@ def page_context(request: Request) -> tuple[dict[str, Any], int]:
         "gpus": [(k, g.name) for k, g in GPUS.items()],
         "weight_dtypes": [(k, f"{k} ({b:g} B)") for k, b in WEIGHT_BYTES.items()],
         "kv_dtypes": [(k, f"{k} ({b:g} B)") for k, b in KV_BYTES.items()],
+        "attentions": [
+            ("gqa", N_("MHA / GQA / MQA (k KV heads)")),
+            ("mla", N_("MLA (one latent per token)")),
+        ],
         "preset_json": json.dumps(
             {k: {f: getattr(v, f) for f in MODEL_FIELDS} for k, v in PRESETS.items()}
         ),
@@ -133,5 +148,9 @@ def inference_api(query: Annotated[InferenceQuery, Query()]) -> InferenceMemoryR
     replicated when there are fewer than t, as vLLM does (ModelConfig.get_num_kv_heads). What
     fits is judged against utilisation × GPU memory (vLLM --gpu-memory-utilization, default
     0.9). int4 weights count 0.5 B each, without per-group scales.
+
+    `attention=mla` caches (kv_lora_rank + qk_rope_head_dim)·L·B per token (DeepSeek-V2,
+    arXiv:2405.04434, Table 1), whole on every TP rank as vLLM and SGLang store it. `params`
+    replaces the exact count by a nominal one; `kv_bytes_per_token` replaces the shape's KV size.
     """
     return InferenceMemoryResult.model_validate(inference_result(query))

@@ -26,6 +26,10 @@ SHOWN_BY_APP_CALC = (
     N_("Micro-batches per step"),
     N_("DDP copies gradients into its buckets"),
     N_("Data type on the wire"),
+    N_("Collective"),
+    N_("Ranks N"),
+    N_("Size S (MB)"),
+    N_("Link"),
     N_("DP link"),
     N_("TP link"),
     N_("PP link"),
@@ -180,6 +184,7 @@ SHOWN_BY_APP_CALC = (
     N_("Training (6N: forward + backward)"),
     N_("Training, full recompute (8N: + one forward)"),
     N_("Inference (2N: forward only)"),
+    N_("Training, selective recompute (6N + attention's core once more)"),
     # app.calc.hardware.DTYPE_LABELS
     N_("FP32 (no Tensor Cores)"),
     N_("TF32 (FP32 storage)"),
@@ -194,6 +199,33 @@ SHOWN_BY_APP_CALC = (
     N_("MTBF per unit, hours"),
     N_("failures per unit per month (30 days)"),
     N_("failures per unit per day"),
+    # app.calc.failures_query: checkpoint size and kinds of unit in series (LABELS,
+    # OPTIMIZERS, SERIES_RATE_KINDS, SERIES_KINDS)
+    N_("Parameters"),
+    N_("Weights saved as"),
+    N_("fp32 master weights"),
+    N_("Optimizer"),
+    N_("Optimizer state dtype"),
+    N_("Writers N"),
+    N_("Aggregate write bandwidth (GB/s)"),
+    N_("Device-to-host bandwidth per writer (GB/s)"),
+    N_("Rates of the kinds given as"),
+    N_("GPUs"),
+    N_("GPU rate"),
+    N_("Hosts"),
+    N_("Host rate"),
+    N_("Network units"),
+    N_("Network unit rate"),
+    N_("Other units"),
+    N_("Other unit rate"),
+    N_("Adam (m and v)"),
+    N_("SGD with momentum"),
+    N_("none (weights only)"),
+    N_("annual failure rate per unit, in percent"),
+    N_("GPU"),
+    N_("host"),
+    N_("network"),
+    N_("other"),
     # app.calc.precision.RECIPES
     N_("fp32 weights and gradients, no master copy"),
     N_("mixed precision: fp16 weights and gradients, fp32 master weights"),
@@ -204,10 +236,20 @@ SHOWN_BY_APP_CALC = (
         "DeepSpeed bf16: bf16 weights and gradients, a whole fp32 gradient copy, fp32 master "
         "weights"
     ),
+    N_(
+        "FP8 (Transformer Engine, Hopper): bf16 weights + FP8 copy and transpose, bf16 "
+        "gradients, fp32 master weights"
+    ),
+    N_(
+        "FP8 primary weights (TE quantized_model_init): FP8 weights and transpose, bf16 "
+        "gradients, fp32 master weights"
+    ),
+    N_("FP8 as DeepSeek-V3: FP8 weights for the GEMMs, fp32 gradients, fp32 master weights"),
     # app.calc.precision.OPTIMIZERS
     N_("Adam / AdamW (fp32 momentum and variance)"),
     N_("SGD with momentum (fp32 momentum buffer)"),
     N_("8-bit Adam (bitsandbytes, block-wise quantized m and v)"),
+    N_("Adam with bf16 momentum and variance (DeepSeek-V3)"),
     # app.calc.precision.conventions(): label and explanation
     N_("10 B: bf16 weights + fp32 Adam moments"),
     N_(

@@ -45,6 +45,7 @@ class ScheduleSummary(BaseModel):
     bubble_fraction_of_total: float | None = None
     bubble_over_ideal: float | None = None
     closed_form_over_ideal: float | None = None
+    imbalanced_step: float | None = None  # GPipe and 1F1B, no send/receive time
     peak_in_flight: float | None = None
 
 
@@ -58,8 +59,10 @@ class PipelineResult(BaseModel):
     t_b: float
     t_w: float
     t_p2p: float
+    stage_scale: list[float]  # each stage's time factor; all 1 when the stages are equal
     total_time: float
-    ideal_time: float
+    ideal_time: float  # the slowest stage's work
+    imbalanced_step: float | None  # sum s_i + (m - 1) max s_i, times F + B + W (GPipe, 1F1B)
     busy_time: float
     idle_time: float
     bubble_fraction_of_total: float
@@ -109,6 +112,9 @@ def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> PipelineResult:
     its input has arrived. Returns every block (stage, kind, micro-batch, chunk, start, end),
     the total time, the bubble both ways (idle / (p x total) and idle / busy = t_pb / t_id),
     the published closed form beside it, and the peak micro-batches in flight per stage.
+    `stage_times` makes stages unequal (one factor per stage, e.g. 1,1,1,1.3 for an LM head on
+    the last stage); GPipe and 1F1B then also return the step in closed form,
+    (F + B + W)(sum s_i + (m - 1) max s_i).
     Sources: Narayanan et al., arXiv:2104.04473, Sections 2.2.1-2.2.2 (GPipe, 1F1B,
     interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.1
     (ZB-H1).

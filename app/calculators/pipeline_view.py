@@ -13,6 +13,7 @@ from app.calc.pipeline import (
     ClosedForm,
     Simulation,
     closed_form,
+    imbalanced_step,
     interleaved_first_stage_in_flight,
     schedule_problems,
     simulate,
@@ -33,10 +34,19 @@ class PipelineView:
     notes: list[str]  # schedules the comparison cannot draw, and why
     # Korthikanti's closed form for stage 0, shown beside the simulation (interleaved only)
     interleaved_in_flight: float | None = None
+    # Unequal stages: each stage's factor, and GPipe's or 1F1B's step in closed form
+    scales: tuple[float, ...] = ()
+    imbalanced_step: float | None = None
+
+    @property
+    def scales_text(self) -> str:
+        """The stage factors as the form takes them: "1, 1, 1, 1.3"."""
+        return ", ".join(f"{scale:g}" for scale in self.scales)
 
 
 def pipeline_view(query: PipelineQuery) -> PipelineView:
-    sim = simulate(query.setup(query.schedule))
+    chosen = query.setup(query.schedule)
+    sim = simulate(chosen)
     big = max(14.0, min(26.0, 520 / query.pp))
     notes, compared = [], {}
     if query.compare:
@@ -60,7 +70,7 @@ def pipeline_view(query: PipelineQuery) -> PipelineView:
     return PipelineView(
         query=query,
         simulation=sim,
-        closed=closed_form(query.setup(query.schedule)),
+        closed=closed_form(chosen),
         chart=gantt(sim, big, SCHEDULE_NAMES[query.schedule]),
         others=others,
         compared=compared,
@@ -70,4 +80,6 @@ def pipeline_view(query: PipelineQuery) -> PipelineView:
             if query.schedule == "interleaved"
             else None
         ),
+        scales=() if chosen.balanced else chosen.scales,
+        imbalanced_step=None if chosen.balanced else imbalanced_step(chosen),
     )

@@ -1,6 +1,11 @@
 """The bilingual glossary: content/glossary.yaml, one entry per term, each naming the card that
 explains it (checked at load), searchable in English and Chinese.
 
+It is also the one list of preferred Chinese terms: a term's `zh_avoid` lists the names the
+Chinese editions must not use for it (重物化, a compiler's word, for 激活重计算), and the loader
+refuses an edition that uses one, or that writes "多 N 倍" (which reads as N + 1 times) where
+"是…的 N 倍" is meant (edition_wording_problems).
+
 Search is FTS5 in memory, the Chinese columns indexed as character bigrams exactly as the
 cards' Chinese editions are (app/cards/search.py), so 气泡 and "bubble" both find the pipeline
 bubble.
@@ -8,6 +13,7 @@ bubble.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -37,9 +43,34 @@ class Term(BaseModel):
     # What Chinese engineers actually say, where it is not the dictionary term (often the
     # English word itself).
     zh_usage: str = ""
+    # Names for the same thing the Chinese editions do not use: ambiguous, a wrong field's
+    # word, or one of several synonyms the cards settled on one of.
+    zh_avoid: list[str] = Field(default_factory=list)
 
 
 _TERMS = TypeAdapter(list[Term])
+
+# "多 v 倍" / "多传 1.5 倍": read as v + 1 times where v times is meant; the editions write
+# "变为 v 倍" or "是 … 的 1.5 倍" (a native reader's review of five zh cards).
+MORE_TIMES = re.compile(r"多[传用占花出耗]?\s*\$?[0-9A-Za-z.\\{}^]+\$?\s*倍")
+# Code and math spans are not wording: a term in `inline code` or an ``` block is a name.
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+
+
+def edition_wording_problems(terms: Iterable[Term], text: str) -> list[str]:
+    """What a Chinese edition's text says in words the glossary does not prefer."""
+    prose = CODE.sub("", text)
+    problems = [
+        f"uses {avoid!r} where the glossary's term for {t.en!r} is {t.zh!r}"
+        for t in terms
+        for avoid in t.zh_avoid
+        if avoid in prose
+    ]
+    problems += [
+        f"writes {m.group(0)!r}: 多 N 倍 reads as N + 1 times; write 变为 N 倍 or 是…的 N 倍"
+        for m in MORE_TIMES.finditer(prose)
+    ]
+    return problems
 
 
 class Glossary:
@@ -56,8 +87,11 @@ class Glossary:
         self._db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?, ?)", rows)
 
     @classmethod
-    def load(cls, path: Path, card_ids: Iterable[str]) -> Glossary:
-        """The glossary at `path` (none there: an empty one); every term's card must exist."""
+    def load(
+        cls, path: Path, card_ids: Iterable[str], editions: Iterable[tuple[str, str]] = ()
+    ) -> Glossary:
+        """The glossary at `path` (none there: an empty one); every term's card must exist, and
+        every Chinese text in `editions` ((name, text) pairs) keeps to its preferred terms."""
         if not path.exists():
             return cls([])
         try:
@@ -72,6 +106,10 @@ class Glossary:
             if t.en.lower() in seen:
                 problems.append(f"{path.name}: term {t.en!r} is listed twice")
             seen.add(t.en.lower())
+            problems += [f"{path.name}: term {t.en!r} avoids its own name {t.zh!r}"
+                         for avoid in t.zh_avoid if avoid in t.zh]  # fmt: skip
+        for name, text in editions:
+            problems += [f"{name}: {p}" for p in edition_wording_problems(terms, text)]
         if problems:
             raise GlossaryError("; ".join(problems))
         return cls(terms)

@@ -7,7 +7,14 @@ from datetime import date
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from app.cards.audit import to_figure
 
@@ -38,6 +45,15 @@ Figure = Annotated[Decimal, BeforeValidator(to_figure)]
 Text = Annotated[str, StringConstraints(min_length=3)]
 
 
+# The frameworks whose behaviour cards describe, and how prose names each (app/cards/frameworks.py
+# holds a card to them): behaviour changes from release to release, so a source that reads one
+# in its code says which framework (`framework`) and at which release or commit (`version`).
+Framework = Literal[
+    "megatron-core", "deepspeed", "pytorch", "nccl", "transformer-engine", "vllm", "sglang",
+    "torchtitan", "torchft", "deepep",
+]  # fmt: skip
+
+
 class Source(BaseModel):
     """A work a card relies on, the place in it, and the figures the card takes from there."""
 
@@ -46,6 +62,17 @@ class Source(BaseModel):
     cite: Text  # authors, title, venue; or the project and its documentation
     at: Text  # the place in it: section, table, equation, file:line or URL
     figures: list[Figure] = Field(default_factory=list)
+    framework: Framework | None = None  # set when the source is a framework's code or docs
+    # The release or commit that code was read at and when: "main@d98e8a64 (2026-08-22)".
+    version: Annotated[str, StringConstraints(min_length=5, max_length=120)] | None = None
+
+    @model_validator(mode="after")
+    def _dated(self) -> Source:
+        if self.framework and not self.version:
+            raise ValueError(f"the {self.framework} source says no version it was read at")
+        if self.version and not self.framework:
+            raise ValueError("a version belongs to a framework's source: name the framework")
+        return self
 
 
 class CardMeta(BaseModel):

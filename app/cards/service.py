@@ -4,6 +4,7 @@ sections checked and links between cards resolved."""
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from collections.abc import Iterable
 from datetime import date
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 
 from app.cards.audit import audit_problems, prose_figures
 from app.cards.examples import folded_example, render_example
+from app.cards.frameworks import undated
 from app.cards.markdown_dialect import card_markdown
 from app.cards.models import (
     CLOSING_SECTIONS,
@@ -217,6 +219,19 @@ def _check_audit(name: str, meta: CardMeta, figures: dict) -> None:
         raise CardError(f"{name}: fact audit: " + "; ".join(problems))
 
 
+SOURCES_HEADING = re.compile(r"^## (?:Sources|参考文献)\s*$", re.MULTILINE)
+LIST_ENTRY = re.compile(r"^(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)
+
+
+def source_entries(text: str) -> list[str]:
+    """The entries of a card's Sources section (参考文献 in Chinese), one per cited work."""
+    parts = SOURCES_HEADING.split(text, maxsplit=1)
+    if len(parts) < 2:
+        return []
+    section = re.split(r"^## ", parts[1], maxsplit=1, flags=re.MULTILINE)[0]
+    return [m.group(0) for m in LIST_ENTRY.finditer(section)]
+
+
 def check_edition(original: Card, edition: Card, name: str) -> None:
     """An edition is the English card in another language, not another card: the same
     sections in the same order (the fixed ones by name, through SECTION_NAMES; derivation
@@ -241,6 +256,12 @@ def check_edition(original: Card, edition: Card, name: str) -> None:
     if edition.examples != original.examples:
         problems.append("its ```example blocks differ from the English card's (copy them as "
                         "they are, in the same order)")  # fmt: skip
+    cited, carried = len(source_entries(original.text)), len(source_entries(edition.text))
+    if carried < cited:
+        problems.append(
+            f"its sources list {carried} works where the English card's lists {cited}: an "
+            "edition cites every source its English card cites"
+        )
     missing = Counter(original.links) - Counter(edition.links)
     extra = Counter(edition.links) - Counter(original.links)
     if missing or extra:
@@ -290,6 +311,16 @@ class CardLibrary:
             for p in c.meta.prerequisites
             if p not in self._by_id
         ]
+        for card in self._cards:
+            texts = [card.meta.title, card.meta.summary, card.text]
+            texts += [
+                e.text for (_, card_id), e in self._editions.items() if card_id == card.meta.id
+            ]
+            if names := undated(card.meta, texts):
+                missing.append(
+                    f"{card.meta.id}: names {', '.join(names)} but cites no source with "
+                    "`framework:` and `version:` for it (app/cards/frameworks.py)"
+                )
         if missing:
             raise CardError("; ".join(missing))
 

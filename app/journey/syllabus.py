@@ -32,22 +32,27 @@ LEVELS = (
         "training-time-mfu", "ring-all-reduce", "dp-vs-ddp", "torchrun-launch",
     )),
     Level("memory", N_("Memory"), (
-        "adam-bytes-per-parameter", "activation-checkpointing", "zero-stages",
+        "adam-bytes-per-parameter", "activation-checkpointing", "flash-attention", "zero-stages",
         "gradient-accumulation", "zero-r", "zero-and-activations", "fsdp2",
         "zero-offload-infinity",
     )),
     Level("parallelism", N_("Parallelism"), (
-        "tensor-parallel", "sequence-parallel", "context-parallel", "expert-parallel",
+        "tensor-parallel", "sequence-parallel", "context-parallel", "context-parallel-in-depth",
+        "expert-parallel", "moe-load-balancing", "moe-parallel-folding",
     )),
     Level("pipelines", N_("Pipelines"), (
-        "pipeline-bubble", "zero-bubble-schedules",
+        "pipeline-bubble", "pipeline-stage-imbalance", "zero-bubble-schedules",
     )),
     Level("communication", N_("Communication"), (
-        "comm-volume-per-layer", "compute-comm-overlap", "step-time-profile",
+        "comm-volume-per-layer", "compute-comm-overlap", "low-precision-communication",
+        "step-time-profile", "cluster-networking-nccl",
     )),
     Level("scale", N_("Scale and failures"), (
-        "scaling-walls", "fp8-training", "inference-kv-cache", "loss-curves",
-        "fault-tolerance", "elastic-training", "faulty-nodes-and-hangs",
+        "scaling-walls", "fp8-training", "distributed-numerics", "muon-at-scale",
+        "inference-kv-cache", "multi-head-latent-attention", "serving-parallelism",
+        "rl-post-training-infra", "loss-curves", "fault-tolerance", "checkpoints-at-scale",
+        "elastic-training", "data-pipeline-correctness", "faulty-nodes-and-hangs",
+        "recovering-in-place",
     )),
     Level("design", N_("Design"), (
         "3d-parallelism", "deepspeed-vs-megatron", "choosing-a-parallel-layout", "common-myths",

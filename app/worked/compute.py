@@ -14,17 +14,20 @@ from app.formatting import latex_number
 from app.i18n import N_, say_text
 
 # The words the formulas write in \text{...}, said in the reader's language (say_text).
-TEXT_WORDS = (N_("peak"), N_("days"), N_("price"), N_("GPU-h"), N_("tokens/s"))
+TEXT_WORDS = (N_("peak"), N_("days"), N_("price"), N_("GPU-h"), N_("tokens/s"), N_("vs"))
 
 
 def compute_formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(what, symbolic LaTeX, LaTeX with the numbers, source) for every step of the result."""
     n = latex_number(r["params"])
-    k = {"training": 6, "training_recompute": 8, "inference": 2}[r["mode"]]
+    k = {"training": 6, "training_recompute": 8, "inference": 2, "training_selective": 6}[r["mode"]]
+    # Attention's products at the full count, 4 n_layer n_ctx d_attn per forward (flops.py's
+    # one convention), times the forwards' worth the mode runs; selective adds one forward.
+    a = 2 * k + (4 if r["mode"] == "training_selective" else 0)
     shape = query.shape() if query.attention_term else None
-    attention_sym = rf" + {k}\,n_\text{{layer}} n_\text{{ctx}} d_\text{{attn}}" if shape else ""
+    attention_sym = rf" + {a}\,n_\text{{layer}} n_\text{{ctx}} d_\text{{attn}}" if shape else ""
     attention_num = (
-        rf" + {k} \cdot {shape[0]} \cdot {query.seq_len} \cdot {shape[3]}" if shape else ""
+        rf" + {a} \cdot {shape[0]} \cdot {query.seq_len} \cdot {shape[3]}" if shape else ""
     )
     peak = latex_number(r["peak_flops_per_gpu"])
     rows = [
@@ -32,8 +35,11 @@ def compute_formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, 
             N_("FLOPs per token"),
             rf"C_\text{{token}} = {k}N{attention_sym}",
             rf"{k} \cdot {n}{attention_num} = {latex_number(r['flops_per_token'])}",
-            "Kaplan et al. 2020, arXiv:2001.08361, §2.1 and Table 1 (forward 2N + "
-            "2 n_layer n_ctx d_attn; backward 2x forward; full recompute one more forward)",
+            "Kaplan et al. 2020, arXiv:2001.08361, §2.1 and Table 1 (forward 2N; backward 2x "
+            "forward; full recompute one more forward); attention's Q K^T and A V at the full "
+            "count, 4 n_layer n_ctx d_attn per forward (Narayanan et al. 2021, Appendix; PaLM "
+            "Appendix B); selective recompute reruns that forward once (Korthikanti et al. "
+            "2022, Section 5)",
         ),
         (
             N_("Total FLOPs"),
@@ -91,6 +97,48 @@ def compute_formulas(query: ComputeQuery, r: dict[str, Any]) -> list[tuple[str, 
                 rf"{latex_number(m['flops_per_iteration'])} \cdot "
                 rf"{latex_number(m['iterations'])} = {latex_number(m['total_flops'])}",
                 "Narayanan et al. 2021, §5.1: I = T / (B s) iterations",
+            )
+        )
+    att = r.get("attention")
+    if att:
+        rows.append(
+            (
+                N_("Attention, causal count"),
+                r"2\,n_\text{layer} n_\text{ctx} d_\text{attn} = \tfrac12 \cdot "
+                r"4\,n_\text{layer} n_\text{ctx} d_\text{attn}",
+                rf"\tfrac12 \cdot {latex_number(att['forward_flops_per_token'])} = "
+                rf"{latex_number(att['causal_forward_flops_per_token'])}",
+                "conversion, not used above: a causal mask leaves half the score matrix; "
+                "Kaplan et al. 2020 Table 1 and Megatron-Core's num_floating_point_operations "
+                "(main@d98e8a64) count this half, per forward pass and token",
+            )
+        )
+    sel = m["selective"] if m else None
+    if sel:
+        rows.append(
+            (
+                N_("Selective recompute, paper's count"),
+                r"72 B s l h^2 \left(1 + \frac{s}{3h} + \frac{V}{12 l h}\right)",
+                rf"{latex_number(sel['paper_flops_per_iteration'])}\;"
+                rf"(+{100 * sel['paper_extra']:.2f}\%)\;\text{{vs}}\;"
+                rf"{latex_number(sel['flops_per_iteration'])}\;(+{100 * sel['extra']:.2f}\%)",
+                "Korthikanti et al. 2022, arXiv:2205.05198, Appendix A eq. (8): it doubles the "
+                "s/(6h) term, three forwards' worth of attention's core; its text reruns one "
+                "forward (4 B s^2 h per layer), which ShardLab counts",
+            )
+        )
+    ach = r.get("achieved")
+    if ach:
+        rows.append(
+            (
+                N_("From an achieved FLOP/s per GPU"),
+                r"u = \frac{X}{\text{peak}},\; n X,\; T = \frac{C}{n X}",
+                rf"\frac{{{latex_number(ach['flops_per_gpu'])}}}{{{peak}}} = "
+                rf"{ach['utilization']:.4g},\; {r['gpus']} \cdot "
+                rf"{latex_number(ach['flops_per_gpu'])} = {latex_number(ach['aggregate_flops'])}"
+                rf"\,\mathrm{{FLOP/s}},\; T = {ach['time_days']:,.2f}\,\text{{days}}",
+                "Narayanan et al. 2021, arXiv:2104.04473, §5.1 (X = achieved FLOP/s per GPU; "
+                "Table 1: 163 TFLOP/s per GPU on 3072 A100s, 502 PFLOP/s in all)",
             )
         )
     meas = r["measured"]

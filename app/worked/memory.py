@@ -1,6 +1,7 @@
 """ZeRO model-states memory, stage by stage: the formula of each stage, symbolic and with the
 user's numbers, and the bars that compare the stages. The memory calculator's page, the
-cards' `memory` examples and the quiz's solutions show it.
+cards' `memory` examples and the quiz's solutions show it. The inverse, the largest model
+whose model states fit a device, is worked the same way (largest_model_latex).
 
 Numbers come from app.calc.memory; this module only arranges them and writes the
 formula with the user's numbers substituted.
@@ -11,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.calc.memory import (
+    MIXED_PRECISION_ADAM,
     ZERO_STAGE_NAMES,
+    LargestModel,
     ModelStates,
+    PrecisionRecipe,
     model_states_all_stages,
 )
 from app.formatting import gb, gb_value, latex_number
@@ -40,9 +44,11 @@ def _term(symbol: str, value: float, sharded: bool, params_latex: str) -> tuple[
     return rf"{symbol}\Psi", rf"{latex_number(value)} \times {params_latex}"
 
 
-def stage_views(params: float, dp_degree: int) -> list[StageView]:
+def stage_views(
+    params: float, dp_degree: int, recipe: PrecisionRecipe = MIXED_PRECISION_ADAM
+) -> list[StageView]:
     """ZeRO stages 0-3 for `params` parameters sharded over `dp_degree` ranks."""
-    stages = model_states_all_stages(params, dp_degree)
+    stages = model_states_all_stages(params, dp_degree, recipe)
     widest = max(s.total_bytes for s in stages)
     params_latex = latex_number(params)
     views = []
@@ -72,3 +78,27 @@ def stage_views(params: float, dp_degree: int) -> list[StageView]:
             )
         )
     return views
+
+
+def largest_model_latex(best: LargestModel) -> tuple[str, str]:
+    """Psi_max = (M - R) / (w / N_w + g / N_g + K / N_os): symbolic, then with the numbers."""
+    r, n = best.recipe, best.dp_degree
+    terms = [
+        (symbol, per_param, best.zero_stage >= threshold)
+        for symbol, per_param, threshold in (
+            (latex_number(r.weight_bytes), r.weight_bytes, 3),
+            (latex_number(r.grad_bytes), r.grad_bytes, 2),
+            ("K", r.optimizer_bytes, 1),
+        )
+    ]
+    symbolic = " + ".join(rf"\frac{{{s}}}{{N_d}}" if sharded else s for s, _, sharded in terms)
+    numbers = " + ".join(
+        rf"\frac{{{latex_number(v)}}}{{{n}}}" if sharded else latex_number(v)
+        for _, v, sharded in terms
+    )
+    return (
+        rf"\Psi_{{\max}} = \frac{{M - R}}{{{symbolic}}}",
+        rf"= \frac{{({gb_value(best.device_bytes)} - {gb_value(best.reserve_bytes)}) \times 10^9"
+        rf"\,\text{{B}}}}{{{numbers}}} = \frac{{{latex_number(best.budget_bytes)}}}"
+        rf"{{{latex_number(best.bytes_per_param_per_gpu)}}} = {latex_number(best.params)}",
+    )

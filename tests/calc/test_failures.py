@@ -14,14 +14,20 @@ from app.calc.failures import (
     LLAMA3_405B,
     LLAMA3_405B_TABLE5,
     MONTH,
+    YEAR,
+    UnitKind,
+    annual_rate,
     daly_interval,
     daly_ratio,
     goodput,
     job_mtbf,
     job_probability,
+    llama3_kinds,
     lost_per_failure,
+    mtbf_from_annual_rate,
     mtbf_from_probability,
     mtbf_from_rate,
+    series_mtbf,
     window_probability,
     young_interval,
 )
@@ -180,3 +186,43 @@ def test_llama3_table5_counts_add_up_to_the_record_and_only_row_one_disagrees() 
     assert round(sum(pct for _, pct in gpu), 1) == 58.7
     assert round(100 * sum(count for count, _ in gpu) / 419, 1) == 64.0
     assert round(sum(pct for _, _, _, pct in rows), 1) == 94.9
+
+
+def test_annual_failure_rate_round_trip() -> None:
+    # AFR 10 %: one failure per 10 unit-years, MTBF 87,600 h.
+    assert mtbf_from_annual_rate(10) == 87_600 * HOUR == 10 * YEAR
+    assert annual_rate(87_600 * HOUR) == pytest.approx(10)
+
+
+def test_series_of_kinds_by_hand() -> None:
+    # 1,000 GPUs of MTBF 50,000 h and 125 hosts of 25,000 h: rates 0.02 + 0.005 per hour,
+    # job MTBF 1 / 0.025 = 40 h. One kind alone is M_u / n again.
+    kinds = [UnitKind("GPU", 1000, 50_000 * HOUR), UnitKind("host", 125, 25_000 * HOUR)]
+    assert series_mtbf(kinds) == pytest.approx(40 * HOUR)
+    assert series_mtbf(kinds[:1]) == pytest.approx(job_mtbf(50_000 * HOUR, 1000))
+    with pytest.raises(ValueError):
+        series_mtbf([])
+    with pytest.raises(ValueError):
+        series_mtbf([UnitKind("GPU", 0, HOUR)])
+
+
+def test_llama3_table5_split_into_kinds_reproduces_the_total() -> None:
+    # arXiv:2407.21783, Table 5 grouped: GPU rows 148+72+19+17+6+6 = 268 on 16,384 GPUs;
+    # host rows 7+3+3+2+2+2+2 = 21 plus 32 unplanned host maintenance = 53 on 2,048 servers
+    # (eight GPUs each, §3.3.1); network switch/cable 35 on 1,024 racks (16 GPUs per ToR
+    # switch, §3.3.1); software bug 54 + dependency 2 + NCCL watchdog timeouts 7 = 63 per job.
+    kinds = {kind.name: kind for kind in llama3_kinds()}
+    days_h = 54 * 24
+    gpu = kinds["GPU"]
+    assert gpu.count == 16_384
+    assert gpu.mtbf_s / HOUR == pytest.approx(days_h * 16_384 / 268)  # 79,230.1 h
+    assert annual_rate(gpu.mtbf_s) == pytest.approx(11.06, abs=0.01)  # % per GPU-year
+    assert kinds["host"].mtbf_s / HOUR == pytest.approx(days_h * 2048 / 53)  # 50,079.4 h
+    assert kinds["network (per rack)"].mtbf_s / HOUR == pytest.approx(days_h * 1024 / 35)
+    assert kinds["software and unknown (per job)"].mtbf_s / HOUR == pytest.approx(days_h / 63)
+    # The series sum gives back the paper's total: 419 in 54 days, one every 3.093 h.
+    job = series_mtbf(tuple(kinds.values()))
+    assert job == pytest.approx(LLAMA3_405B.job_mtbf_s)
+    assert job / HOUR == pytest.approx(3.0931, abs=1e-4)
+    shares = {name: kind.rate_per_s * job for name, kind in kinds.items()}
+    assert round(100 * shares["GPU"], 1) == 64.0  # the counts' share, not the printed 58.7 %

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 from app.calc.compute_query import ComputeQuery, compute_result
 from app.calc.flops import (
     SECONDS_PER_DAY,
+    attention_flops_per_token,
     estimate,
     flops_per_token,
     forward_flops_per_token,
+    korthikanti_selective_flops_per_iteration,
     megatron_flops_per_iteration,
     training_time_s,
     utilization_from_throughput,
@@ -28,11 +30,29 @@ def test_per_token_multipliers() -> None:
     assert flops_per_token(n, "training_recompute") == 8 * n
 
 
-def test_kaplan_attention_term_by_hand() -> None:
-    # Kaplan et al. 2020, Table 1: C_forward = 2N + 2 n_layer n_ctx d_attn.
-    # GPT-3: 96 layers, n_ctx 2048, d_attn 12288 -> 2 * 96 * 2048 * 12288 = 4.831838208e9.
-    assert forward_flops_per_token(1e9, 96, 2048, 12288) == 2e9 + 4_831_838_208
-    assert flops_per_token(1e9, "training", 96, 2048, 12288) == 3 * (2e9 + 4_831_838_208)
+def test_attention_term_by_hand_full_count_and_kaplans_causal_half() -> None:
+    # ShardLab counts Q K^T and A V in full: 4 n_layer n_ctx d_attn per forward. GPT-3: 96
+    # layers, n_ctx 2048, d_attn 12288 -> 4 * 96 * 2048 * 12288 = 9.663676416e9. Kaplan et al.
+    # 2020, Table 1 writes half of it, 2 n_layer n_ctx d_attn = 4.831838208e9: the causal count.
+    assert forward_flops_per_token(1e9, 96, 2048, 12288) == 2e9 + 9_663_676_416
+    assert flops_per_token(1e9, "training", 96, 2048, 12288) == 3 * (2e9 + 9_663_676_416)
+    assert attention_flops_per_token(96, 2048, 12288, causal=True) == 4_831_838_208
+
+
+def test_selective_recompute_adds_one_forward_of_attention_and_the_paper_counts_three() -> None:
+    # Selective: the 3 passes of training + attention's core once more (4 s h per layer).
+    attention = attention_flops_per_token(96, 2048, 12288)
+    assert flops_per_token(1e9, "training_selective", 96, 2048, 12288) == (
+        3 * (2e9 + attention) + attention
+    )
+    # Korthikanti et al. 2022, Section 5: selective recompute costs GPT-3 2.7% more FLOPs,
+    # which is eq. (8)'s s/(3h) against eq. (7)'s s/(6h): s/(6h) over the model count.
+    model = megatron_flops_per_iteration(1, 2048, 96, 12288, 50257, recompute=False)
+    paper = korthikanti_selective_flops_per_iteration(1, 2048, 96, 12288, 50257)
+    assert round(100 * (paper / model - 1), 1) == 2.7
+    # ShardLab's one forward of the core: 4 B s^2 h per layer, a third of the paper's extra.
+    ours = 96 * 4 * 2048**2 * 12288
+    assert paper - model == pytest.approx(3 * ours)
 
 
 def test_gpt3_training_compute_matches_brown_table_d1() -> None:
@@ -128,3 +148,30 @@ def test_mfu_round_trip(
 def test_impossible_inputs_raise(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_achieved_flops_per_gpu_gives_utilization_and_aggregate() -> None:
+    # Narayanan et al. 2021, arXiv:2104.04473, abstract and Table 1: the 1T model reaches
+    # 163 TFLOP/s per GPU on 3072 A100s, 52% of the 312 TFLOP/s peak, 502 PFLOP/s in all
+    # (163 is rounded: 502e15 / 3072 = 163.4e12).
+    r = compute_result(
+        ComputeQuery(
+            preset="custom",
+            params=1008e9,
+            tokens=450e9,
+            gpus=3072,
+            gpu="a100-80gb-sxm",
+            achieved_flops_per_gpu=163e12,
+        )  # fmt: skip
+    )
+    achieved = r["achieved"]
+    assert round(100 * achieved["utilization"]) == 52
+    assert achieved["aggregate_flops"] == pytest.approx(502e15, rel=0.005)
+    # The same FLOPs at that aggregate: executed FLOPs / (n X).
+    assert achieved["time_s"] == pytest.approx(r["total_flops"] / (3072 * 163e12))
+
+
+def test_achieved_above_peak_is_refused() -> None:
+    with pytest.raises(ValueError, match="more than"):
+        ComputeQuery(preset="custom", params=1e9, gpu="a100-80gb-sxm",
+                     achieved_flops_per_gpu=400e12)  # fmt: skip

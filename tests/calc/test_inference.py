@@ -16,6 +16,7 @@ from app.calc.inference import (
     kv_bytes_per_token,
     kv_heads_per_gpu,
     memory_vs_batch,
+    mla_kv_elements_per_token,
 )
 from app.calc.model import PRESETS, ModelConfig
 
@@ -154,3 +155,119 @@ def test_memory_grows_with_batch_and_context(small: int, extra: int) -> None:
     base = inference_memory(setup).total_bytes
     assert inference_memory(replace(setup, batch=small + extra)).total_bytes >= base
     assert inference_memory(replace(setup, context=small + extra)).total_bytes >= base
+
+
+# DeepSeek-V3's attention shape (Hugging Face deepseek-ai/DeepSeek-V3 config.json: 61 layers,
+# hidden 7168, 128 heads of 128 (qk_nope_head_dim, v_head_dim), kv_lora_rank 512,
+# qk_rope_head_dim 64), served from its nominal 671B parameters (arXiv:2412.19437, abstract).
+DEEPSEEK_V3 = ModelConfig(
+    layers=61, hidden=7168, heads=128, kv_heads=128, head_dim=128, ffn_hidden=18432,
+    vocab=129280, name="DeepSeek-V3",
+)  # fmt: skip
+
+
+def _mla(**fields: object) -> InferenceSetup:
+    base = {"model": DEEPSEEK_V3, "attention": "mla", "params": 671e9, "weight_dtype": "fp8"}
+    return InferenceSetup(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_mla_deepseek_v3_caches_576_elements_per_layer() -> None:
+    # (512 + 64) x 61 = 35,136 elements; x 2 bytes (bf16) = 70,272 B = 68.625 KiB per token.
+    # "Insights into DeepSeek-V3" (Zhao et al., ISCA'25, arXiv:2505.09343), Table 1: DeepSeek-V3
+    # (MLA) 70.272 KB per token, against Qwen-2.5 72B (GQA) 327.680 KB and LLaMA-3.1 405B (GQA)
+    # 516.096 KB.
+    assert mla_kv_elements_per_token(61, 512, 64) == 35_136
+    report = inference_memory(_mla(tp=1, gpu_memory_bytes=1e13))
+    assert report.kv_bytes_per_token_model == 70_272 == 61 * 576 * 2
+    assert report.kv_bytes_per_token_model / 1024 == 68.625
+    qwen = inference_memory(InferenceSetup(model=PRESETS["qwen2-72b"], gpu_memory_bytes=1e12))
+    llama = inference_memory(InferenceSetup(model=PRESETS["llama3-405b"], gpu_memory_bytes=1e13))
+    assert qwen.kv_bytes_per_token_model == 327_680
+    assert llama.kv_bytes_per_token_model == 516_096
+
+
+def test_deepseek_v2_table_1_mla_equals_gqa_with_2_25_groups() -> None:
+    # DeepSeek-V2 (arXiv:2405.04434), Table 1 and Section 2.1.4: MLA caches (d_c + d_h^R) l
+    # elements per token, with d_c = 4 d_h and d_h^R = d_h / 2 "about 9/2 d_h l", "equal to GQA
+    # with only 2.25 groups"; MHA caches 2 n_h d_h l. DeepSeek-V2: l = 60, n_h = 128, d_h = 128
+    # (Section 3.1.2).
+    d_h, layers, heads = 128, 60, 128
+    mla = mla_kv_elements_per_token(layers, 4 * d_h, d_h // 2)
+    assert mla == 34_560 == 9 / 2 * d_h * layers == 2 * 2.25 * d_h * layers
+    mha = kv_bytes_per_token(layers, heads, d_h, 1)  # elements: one byte each
+    assert mha == 1_966_080
+    assert round(mha / mla, 1) == 56.9
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_mla_latent_is_whole_on_every_tensor_parallel_rank(tp: int) -> None:
+    # vLLM MLAAttention.get_kv_cache_spec: MLAAttentionSpec(num_kv_heads=1, head_size=
+    # kv_lora_rank + qk_rope_head_dim) whatever the TP size; SGLang MLATokenToKVPool likewise.
+    report = inference_memory(_mla(tp=tp, gpu_memory_bytes=1e13))
+    assert report.kv_bytes_per_token_gpu == 70_272
+    assert report.kv_heads_per_gpu == 1
+    assert report.kv_replicated == (tp > 1)
+    assert report.term("weights").bytes_ == 671e9 / tp
+
+
+def test_deepseek_v3_fp8_on_eight_h200s_by_hand() -> None:
+    # Weights 671e9 x 1 B / 8 = 83.875 GB per GPU; budget 0.9 x 143,771 MiB; 1 GB overhead.
+    setup = _mla(tp=8, context=4096, batch=16, gpu_memory_bytes=GPUS["h200"].memory_bytes)
+    report = inference_memory(setup)
+    free = 0.9 * 143_771 * 2**20 - 83.875e9 - 1e9
+    assert report.term("weights").bytes_ == 83.875e9
+    assert report.term("kv_cache").bytes_ == 70_272 * 4096 * 16
+    assert report.free_for_kv_bytes == free
+    assert report.tokens_that_fit == math.floor(free / 70_272) == 722_967
+    assert report.largest_batch == 176
+
+
+def test_vllm_fp8_ds_mla_bytes_per_token_given() -> None:
+    # vLLM MLAAttentionSpec.real_page_size_bytes for cache_dtype_str "fp8_ds_mla": 656 B per
+    # token and layer (vllm/v1/kv_cache_interface.py at 001cabc1) = 512 fp8 latent values
+    # + 4 fp32 scales (16 B) + 64 RoPE values in bf16 (128 B).
+    assert 512 + 4 * 4 + 64 * 2 == 656
+    report = inference_memory(_mla(tp=8, kv_bytes_per_token=656 * 61, gpu_memory_bytes=1e13))
+    assert report.kv_bytes_per_token_gpu == 40_016 == report.kv_bytes_per_token_model
+
+
+def test_nominal_70b_fp8_on_two_h100s_leaves_room_for_the_cache() -> None:
+    # "70B in fp8 on 2 GPUs with TP 2": 70e9 x 1 B / 2 = 35 GB of weights per GPU; of
+    # 0.9 x 81,559 MiB less 1 GB overhead, 40.97 GB is left. At Llama 2 70B's 327,680 B of KV per
+    # token (8 KV heads, split 4 and 4), a GPU holds 163,840 B per token: 250,053 tokens.
+    setup = InferenceSetup(model=LLAMA2_70B, weight_dtype="fp8", tp=2, params=70e9,
+                           kv_bytes_per_token=327_680, gpu_memory_bytes=H100)  # fmt: skip
+    report = inference_memory(setup)
+    free = 0.9 * 81_559 * 2**20 - 35e9 - 1e9
+    assert report.term("weights").bytes_ == 35e9
+    assert report.total_params == 70_000_000_000
+    assert report.free_for_kv_bytes == free and f"{free / 1e9:.2f}" == "40.97"
+    assert report.kv_bytes_per_token_gpu == 163_840
+    assert report.tokens_that_fit == math.floor(free / 163_840) == 250_053
+    assert report.largest_batch == 61  # at 4,096 tokens per sequence
+
+
+def test_given_kv_size_follows_replication() -> None:
+    # Given per-token bytes are split as the shape's KV heads are: 8 heads on t = 16 -> 1/8 each.
+    setup = InferenceSetup(model=LLAMA2_70B, tp=16, kv_bytes_per_token=800, gpu_memory_bytes=H100)
+    assert inference_memory(setup).kv_bytes_per_token_gpu == 100
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"params": 0}, "parameter count must be positive"),
+        ({"kv_bytes_per_token": -1}, "KV bytes per token must be positive"),
+        ({"attention": "mla", "kv_lora_rank": 0}, "kv_lora_rank"),
+        ({"attention": "mla", "tp": 3}, "must divide the 64 attention heads"),
+    ],
+)
+def test_bad_nominal_and_mla_inputs(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        inference_memory(InferenceSetup(model=LLAMA2_70B, **fields))
+
+
+def test_mla_does_not_ask_kv_heads_to_split() -> None:
+    # 6 KV heads cannot be split over 4 GPUs, but an MLA layer has no KV heads to split.
+    model = replace(LLAMA2_70B, heads=48, kv_heads=6, hidden=6144)
+    assert inference_memory(InferenceSetup(model=model, tp=4, attention="mla")).kv_replicated

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from app.calc.memory import (
     MIXED_PRECISION_ADAM,
     ZERO_STAGES,
+    largest_model,
     model_states_all_stages,
     model_states_per_gpu,
+    precision_recipe,
 )
 from app.calc.units import GB
 
@@ -111,3 +113,69 @@ def test_zero_paper_table_1(params: float, dp: int, published: tuple[float, ...]
     for stage, printed in zip((1, 2, 3), published, strict=True):
         computed = model_states_per_gpu(params, dp, stage).total_bytes / GB
         assert abs(computed - printed) < _last_digit_unit(printed), (stage, computed, printed)
+
+
+# The inverse question: the largest model whose model states fit a device.
+
+
+def test_largest_model_by_hand() -> None:
+    # 80 GB, ZeRO-3, N_d = 64, mixed-precision Adam (16 B per parameter, all sharded):
+    # Psi = 80e9 * 64 / 16 = 320e9.
+    best = largest_model(80e9, 64, 3)
+    assert best.bytes_per_param_per_gpu == 16 / 64
+    assert best.params == 320e9
+    # ZeRO-1 on the same: 2 + 2 + 12/64 = 4.1875 B per parameter per GPU: 19.104e9.
+    assert largest_model(80e9, 64, 1).params == pytest.approx(80e9 / 4.1875, rel=1e-15)
+    # DDP with a 20 GB reserve: (80 - 20) GB / 16 B = 3.75e9.
+    assert largest_model(80e9, 64, 0, reserve_bytes=20e9).params == 3.75e9
+
+
+def test_largest_model_with_another_recipe() -> None:
+    # Megatron's bf16 weights + fp32 main grads + fp32 master + Adam: 2 + 4 + (4 + 8) = 18 B;
+    # ZeRO-2 on 8 ranks keeps 2 B whole and shards 16: 2 + 16/8 = 4 B per parameter per GPU.
+    recipe = precision_recipe("mixed_bf16_fp32_grads", "adam")
+    assert (recipe.weight_bytes, recipe.grad_bytes, recipe.optimizer_bytes) == (2, 4, 12)
+    assert largest_model(80e9, 8, 2, recipe).params == 20e9
+
+
+@pytest.mark.parametrize(("stage", "published_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_figure_1_the_other_way(stage: int, published_gb: float) -> None:
+    # ZeRO (arXiv:1910.02054) Figure 1 prints 7.5B parameters on N_d = 64 as these GB to one
+    # decimal: any memory that rounds to the printed figure must hold a model that rounds to
+    # 7.5B within that rounding, and the exact 7.5B lies between the two ends.
+    low = largest_model((published_gb - 0.05) * GB, 64, stage).params
+    high = largest_model((published_gb + 0.05) * GB, 64, stage).params
+    assert low <= 7.5e9 <= high
+
+
+@pytest.mark.parametrize(
+    ("params", "dp", "published"),
+    [(p, dp, row) for p, rows in ZERO_TABLE_1.items() for dp, row in rows.items()],
+)
+def test_zero_table_1_the_other_way(params: float, dp: int, published: tuple[float, ...]) -> None:
+    # Each printed per-device figure, read as a device size, holds the table's model to within
+    # one unit of the figure's last printed digit.
+    for stage, printed in zip((1, 2, 3), published, strict=True):
+        unit = _last_digit_unit(printed)
+        low = largest_model((printed - unit) * GB, dp, stage).params
+        high = largest_model((printed + unit) * GB, dp, stage).params
+        assert low <= params <= high, (stage, dp, printed)
+
+
+@given(params_st, dp_st, st.sampled_from(ZERO_STAGES), st.floats(0, 0.9))
+def test_largest_model_inverts_model_states(
+    params: float, dp: int, stage: int, reserve_share: float
+) -> None:
+    need = model_states_per_gpu(params, dp, stage).total_bytes
+    reserve = reserve_share * need
+    best = largest_model(need + reserve, dp, stage, reserve_bytes=reserve)
+    assert best.params == pytest.approx(params, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("device", "reserve", "message"),
+    [(0, 0, "device_bytes"), (80e9, -1, "reserve"), (80e9, 80e9, "reserve")],
+)
+def test_largest_model_refuses_an_empty_budget(device: float, reserve: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        largest_model(device, 8, 3, reserve_bytes=reserve)

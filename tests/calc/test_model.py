@@ -13,6 +13,7 @@ from app.calc.model import (
     PRESETS,
     PUBLISHED_PARAMS,
     ModelConfig,
+    attention_params_per_tp_rank,
     count_params,
     from_hf_config,
 )
@@ -384,3 +385,16 @@ def test_moe_token_uses_fewer_parameters_than_the_model_holds(cfg: ModelConfig) 
     assert counts.active < counts.total
     skipped = (cfg.experts - cfg.top_k) * counts.one_expert
     assert counts.total - counts.active == cfg.layers * skipped
+
+
+def test_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
+    # Llama 3 70B: 64 query heads, 8 KV heads of 128, hidden 8192. At tp = 16 each rank keeps
+    # one KV head (Megatron-Core allows query groups that divide tp): K and V are replicated
+    # twice, Q and the output projection split 16 ways.
+    cfg = PRESETS["llama3-70b"]
+    q_and_o = 2 * 8192 * 64 * 128
+    k_and_v = 2 * 8192 * 8 * 128
+    assert attention_params_per_tp_rank(cfg, 8) == (q_and_o + k_and_v) / 8
+    assert attention_params_per_tp_rank(cfg, 16) == q_and_o / 16 + k_and_v / 8
+    with pytest.raises(ValueError, match="divide one another"):
+        attention_params_per_tp_rank(cfg, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -14,12 +15,13 @@ from app.calc.pipeline import (
     Block,
     PipelineSetup,
     closed_form,
+    imbalanced_step,
     schedule_problems,
     simulate,
     stage_orders,
     text_gantt,
 )
-from app.calc.pipeline_query import PipelineQuery, pipeline_result
+from app.calc.pipeline_query import PipelineQuery, parse_stage_times, pipeline_result
 
 times = st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.0, 3.0])
 
@@ -338,3 +340,119 @@ def test_interleaved_first_stage_holds_korthikantis_closed_form() -> None:
     assert interleaved_first_stage_in_flight(4, 2) == 5.5
     setup = PipelineSetup(schedule="interleaved", stages=4, microbatches=8, chunks=2)
     assert simulate(setup).peak_in_flight[0] == 5.5
+
+
+# Unequal stages: the slowest stage sets the pace (Llama 3, arXiv:2407.21783, Section 3.3.2).
+
+
+def test_one_slow_stage_gives_the_flow_shop_step_by_hand() -> None:
+    # p = 2, m = 2, F = B = W = 1, stage 1 twice as slow. Stage 0: F1 0-1, F2 1-2; stage 1:
+    # F1 1-3, BW1 3-7, F2 7-9, BW2 9-13; stage 0: BW1 7-9, BW2 13-15. Step 15 =
+    # (1 + 1 + 1)(1 + 2 + (2 - 1) 2) = 3 * 5.
+    setup = PipelineSetup("1f1b", 2, 2, t_f=1, t_b=1, t_w=1, stage_scale=(1, 2))
+    sim = simulate(setup)
+    assert sim.total_time == 15
+    assert spans(sim.timeline[1]) == [
+        ("F", 0, 0, 1, 3), ("BW", 0, 0, 3, 7), ("F", 1, 0, 7, 9), ("BW", 1, 0, 9, 13),
+    ]  # fmt: skip
+    assert imbalanced_step(setup) == 15
+    assert sim.busy_time == 2 * 3 * (1 + 2)  # m (F + B + W) per unit of scale, summed
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    schedule=st.sampled_from(["gpipe", "1f1b"]),
+    scales=st.lists(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.0]), min_size=2, max_size=6),
+    m=st.integers(1, 12),
+    t_f=times,
+    t_b=times,
+    t_w=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_the_step_is_sum_plus_m_minus_one_times_the_slowest_where_exact(
+    schedule: str, scales: list[float], m: int, t_f: float, t_b: float, t_w: float
+) -> None:
+    setup = PipelineSetup(schedule, len(scales), m, t_f=t_f, t_b=t_b, t_w=t_w,
+                          stage_scale=tuple(scales))  # fmt: skip
+    bound = (t_f + t_b + t_w) * (sum(scales) + (m - 1) * max(scales))
+    step = simulate(setup).total_time
+    if schedule == "gpipe" or scales[-1] == max(scales):
+        assert step == pytest.approx(bound)
+        assert imbalanced_step(setup) == pytest.approx(bound)
+    else:  # 1F1B's warm-up forwards fill part of an earlier slow stage's wait
+        assert step <= bound + 1e-9
+        assert imbalanced_step(setup) is None
+
+
+def test_1f1b_with_a_slow_first_stage_beats_the_flow_shop_bound_by_hand() -> None:
+    # p = 2, m = 2, F = B = 0.25, W = 0, stage 0 twice as slow as stage 1: stage 0 runs
+    # F1 0-0.25, F2 0.25-0.5, BW1 0.5-0.75, BW2 0.75-1; the bound says 0.5 (1.5 + 1) = 1.25.
+    setup = PipelineSetup("1f1b", 2, 2, t_f=0.25, t_b=0.25, t_w=0, stage_scale=(1, 0.5))
+    assert simulate(setup).total_time == 1.0
+    assert imbalanced_step(setup) is None
+    assert imbalanced_step(replace(setup, schedule="gpipe")) == 1.25
+
+
+def test_llama3_8b_on_four_stages_with_its_lm_head() -> None:
+    # 32 layers on 4 stages, the LM head worth 2.41 layers on the last: 8, 8, 8, 10.41 layer
+    # units per micro-batch; m = 16: 34.41 + 15 x 10.41 = 190.56. Moving two layers off the
+    # last stage (8, 9, 9, 8.41): at most 34.41 + 15 x 9 = 169.41
+    # (content/cards/pipeline-stage-imbalance).
+    even = PipelineSetup("1f1b", 4, 16, t_f=1 / 3, t_b=1 / 3, t_w=1 / 3,
+                         stage_scale=(8, 8, 8, 10.41))  # fmt: skip
+    moved = replace(even, stage_scale=(8, 9, 9, 8.41))
+    assert simulate(even).total_time == pytest.approx(190.56) == imbalanced_step(even)
+    # The slowest stages are now in the middle: 1F1B beats the bound 169.41 slightly.
+    assert simulate(moved).total_time == pytest.approx(168.82)
+    assert imbalanced_step(replace(moved, schedule="gpipe")) == pytest.approx(169.41)
+
+
+def test_equal_scales_change_nothing_but_the_unit() -> None:
+    plain = simulate(PipelineSetup("interleaved", 4, 8, 2))
+    scaled = simulate(PipelineSetup("interleaved", 4, 8, 2, stage_scale=(2, 2, 2, 2)))
+    assert scaled.total_time == 2 * plain.total_time
+    assert scaled.bubble_over_ideal == plain.bubble_over_ideal
+    assert closed_form(PipelineSetup("1f1b", 4, 8, stage_scale=(1, 1, 1, 1))).exact
+
+
+def test_unequal_stages_make_the_closed_form_inexact_and_every_schedule_slower() -> None:
+    for schedule in SCHEDULES:
+        base = PipelineSetup(schedule, 4, 8, 2)
+        slow = replace(base, stage_scale=(1, 1, 1, 1.5))
+        assert not closed_form(slow).exact
+        assert simulate(slow).total_time > simulate(base).total_time
+    assert imbalanced_step(PipelineSetup("zb-h1", 4, 8, stage_scale=(1, 1, 1, 2))) is None
+    assert imbalanced_step(PipelineSetup("1f1b", 4, 8, t_p2p=0.1)) is None
+
+
+@pytest.mark.parametrize(
+    ("scales", "words"),
+    [((1, 1), "one relative stage time per stage: 2 given for 4 stages"),
+     ((1, 1, 0, 1), "must be positive")],
+)  # fmt: skip
+def test_bad_stage_times_are_refused_in_words(scales: tuple, words: str) -> None:
+    problems = schedule_problems(PipelineSetup("1f1b", 4, 8, stage_scale=scales))
+    assert any(words in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("", ()), (None, ()), ("1,1,1,1.3", (1, 1, 1, 1.3)), (" 2, 0.5 ", (2, 0.5))],
+)
+def test_stage_times_are_read_from_text(text: str | None, expected: tuple) -> None:
+    assert parse_stage_times(text) == expected
+
+
+@pytest.mark.parametrize("text", ["1,a", "1,-1", "nan,1", "inf,1"])
+def test_unreadable_stage_times_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="relative stage times"):
+        parse_stage_times(text)
+
+
+def test_result_carries_the_stage_factors_and_the_imbalanced_step() -> None:
+    result = pipeline_result(
+        PipelineQuery(schedule="1f1b", pp=2, microbatches=2, stage_times="1,2", compare=False)
+    )
+    assert result["stage_scale"] == [1, 2]
+    assert result["total_time"] == result["imbalanced_step"] == 15
+    assert result["ideal_time"] == 2 * 3 * 2  # the slowest stage's work
+    assert not result["closed_form"]["exact"]

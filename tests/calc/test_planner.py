@@ -180,8 +180,17 @@ def test_placement_is_tp_cp_ep_dp_pp() -> None:
 def test_rules_name_what_breaks() -> None:
     req = tiny_request()
     broken = violations(req, Layout(dp=1, tp=8, pp=1))
-    assert [r.rule for r in broken] == ["tp_divides_heads", "tp_divides_kv_heads"]
+    # tp = 8 over 4 heads breaks the heads rule; the KV heads may be fewer than tp ranks
+    # (Megatron-Core replicates them), so that rule holds.
+    assert [r.rule for r in broken] == ["tp_divides_heads"]
     assert "4 attention heads" in broken[0].reason
+    # 3 KV heads and tp = 2 divide neither way: no layout of the heads exists.
+    odd = ModelConfig(layers=4, hidden=96, heads=6, kv_heads=3, ffn_hidden=256, vocab=128,
+                      name="odd")  # fmt: skip
+    odd_req = plan_request(odd, cluster(nodes=1), 8 * 16, 16, 1e9)
+    assert [r.rule for r in violations(odd_req, Layout(dp=4, tp=2, pp=1))] == [
+        "tp_divides_kv_heads"
+    ]
     assert [r.rule for r in violations(req, Layout(dp=2, tp=2, pp=2, micro_batch=3))] == [
         "micro_batch_divides"
     ]

@@ -112,7 +112,7 @@ PINNED: dict[str, tuple[str, str, str]] = {
     "deepseek-v3": ("71886f092aaed5a2", "b5fc8dd8e08cde89", "74ec894db0a061d1"),
     "llama3-70b-1024": ("41e66b660881416d", "a43aa330f1feca1d", "68a28b95db147183"),
     "llama3-8b-8": ("13c5e202bb2b48be", "e47b41557a0bd1b1", "c5154d7122d6c317"),
-    "moe-16": ("b31b4d1f93ccc0ce", "3407440a6802312d", "dcaa9dae0c2e18d1"),
+    "moe-16": ("b31b4d1f93ccc0ce", "3407440a6802312d", "aa41c9f7f63906f5"),
 }
 
 

@@ -120,3 +120,33 @@ def test_fuzzed_inputs_never_give_a_5xx(client: TestClient, changes: dict) -> No
     for path in (API, FRAGMENT):
         response = client.get(path, params={**SCENARIO, **changes})
         assert response.status_code in (200, 422), (path, changes, response.text[:300])
+
+
+def test_one_collective_on_the_page_api_and_cli(client: TestClient, capsys) -> None:
+    params = {**SCENARIO, "collective": "reduce", "collective_ranks": 8, "collective_mb": 1000,
+              "collective_link": "nvlink4"}  # fmt: skip
+    api = client.get(API, params=params).json()
+    one = api["collective"]
+    # By hand: 7 * 3.4 us + 1e9 B / 450 GB/s = 2.24602 ms; busbw = 1e9 B / t * 1.
+    assert one["collective"] == "reduce" and one["bus_factor"] == 1.0
+    assert one["time_s"] == pytest.approx(2.24602e-3, rel=1e-5)
+    assert one["source"].endswith("src/reduce.cu:36 ReduceGetBw")
+    factors = {row["collective"]: row["bus_factor"] for row in api["all_collectives"]}
+    assert factors == {"all_reduce": 1.75, "reduce_scatter": 0.875, "all_gather": 0.875,
+                       "all_to_all": 0.875, "broadcast": 1.0, "reduce": 1.0, "gather": 0.875,
+                       "scatter": 0.875}  # fmt: skip
+    page = client.get("/calculators/communication", params=params).text
+    assert 'id="bus-factors"' in page and 'data-collective="scatter"' in page
+    assert '<tr data-collective="reduce" class="chosen">' in page
+    assert r"\frac{2.2222 \times 10^{-3}" not in page  # the worked line keeps bytes over GB/s
+    assert r"\frac{1 \times 10^{9}\,B}{450\,GB/s}" in page
+    args = ["communication", "--collective", "reduce", "--collective-ranks", "8"]
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"reduce\s+1\.0000\s+1\.000\s+0\.002246\s+445\.2\s+445\.2 <", out)
+
+
+def test_one_collective_refuses_zero_ranks(client: TestClient) -> None:
+    fragment = client.get(FRAGMENT, params={**SCENARIO, "collective_ranks": 0})
+    assert fragment.status_code == 422
+    assert "Ranks N: must be at least 1" in fragment.text

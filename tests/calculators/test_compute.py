@@ -45,6 +45,26 @@ def test_megatron_equation_shown_with_the_numbers(client: TestClient) -> None:
     assert "arXiv:2104.04473" in page and "arXiv:2001.08361" in page
 
 
+def test_achieved_flops_and_selective_recompute_on_page_api_and_cli(
+    client: TestClient, capsys
+) -> None:
+    params = {**ONE_T, "mode": "training_selective", "attention_term": "true",
+              "achieved_flops_per_gpu": "163e12"}  # fmt: skip
+    api = client.get("/api/calc/compute", params=params).json()
+    assert round(100 * api["achieved"]["utilization"]) == 52  # Narayanan et al., Table 1
+    sel = api["megatron"]["selective"]
+    # Korthikanti eq. (8) doubles the s/(6h) term; ShardLab adds one forward of the core.
+    assert sel["paper_extra"] == pytest.approx(3 * sel["extra"], rel=0.02)
+    page = client.get("/calculators/compute/result", params=params).text
+    assert 'id="achieved-utilization">52.2%<' in page
+    assert "Attention, causal count" in page and "eq. (8)" in page
+    args = ["compute", "--json"] + [f"--{k.replace('_', '-')}={v}" for k, v in params.items()]
+    assert cli(args) == 0
+    assert json.loads(capsys.readouterr().out) == api
+    bad = client.get("/api/calc/compute", params={**params, "attention_term": "false"})
+    assert bad.status_code == 422 and "Selective recompute" in bad.text
+
+
 def test_gpt3_default_reproduces_brown_table_d1(client: TestClient) -> None:
     api = client.get("/api/calc/compute").json()
     assert api["model"] == "GPT-3 175B"

@@ -52,8 +52,10 @@ def test_fragment_shares_a_url_holding_every_input(client: TestClient) -> None:
     fragment = client.get(FRAGMENT, params=SCENARIO)
     assert fragment.status_code == 200
     url = fragment.headers["HX-Replace-Url"]
+    # Empty means h / a, MLA's defaults, the exact count, the shape's KV size.
+    optional = {"head_dim", "kv_lora_rank", "qk_rope_head_dim", "params", "kv_bytes_per_token"}
     for field in InferenceQuery.model_fields:
-        if field != "head_dim":  # empty means h / a
+        if field not in optional:
             assert f"{field}=" in url
     assert "layers=80" in url and "kv_heads=8" in url
     again = client.get(url.replace("/inference-memory?", "/inference-memory/result?"))
@@ -70,6 +72,10 @@ def test_fragment_shares_a_url_holding_every_input(client: TestClient) -> None:
         ({"preset": "custom", "layers": 4}, "A custom model needs"),
         ({"kv_heads": 7}, "Heads (64) must be a multiple of kv_heads (7)"),
         ({"weight_dtype": "int3"}, "Weights dtype"),
+        ({"attention": "mla", "tp": 3}, "Tensor parallel (3) must divide the 64 attention heads"),
+        ({"attention": "sparse"}, "Attention"),
+        ({"params": 0}, "Nominal parameters: must be greater than 0"),
+        ({"kv_lora_rank": 0}, "Latent d_c (kv_lora_rank): must be at least 1"),
     ],
 )
 def test_bad_input_gets_an_inline_message(client: TestClient, params: dict, message: str) -> None:
@@ -94,3 +100,49 @@ def test_fuzzed_inputs_never_give_a_5xx(client: TestClient, changes: dict) -> No
     for path in (API, FRAGMENT):
         response = client.get(path, params={**SCENARIO, **changes})
         assert response.status_code in (200, 422), (path, changes, response.text[:300])
+
+
+# DeepSeek-V3 (config.json: 61 layers, hidden 7168, 128 heads of 128, kv_lora_rank 512,
+# qk_rope_head_dim 64) at its nominal 671B in fp8 on eight H200s with TP 8.
+DEEPSEEK_V3 = {
+    "preset": "custom", "layers": 61, "hidden": 7168, "heads": 128, "kv_heads": 128,
+    "head_dim": 128, "ffn_hidden": 18432, "vocab": 129280, "params": 671e9, "attention": "mla",
+    "weight_dtype": "fp8", "tp": 8, "context": 4096, "batch": 16, "gpu": "h200",
+}  # fmt: skip
+
+
+def test_mla_on_api_cli_and_page(client: TestClient, capsys) -> None:
+    api = client.get(API, params=DEEPSEEK_V3).json()
+    # (512 + 64) x 61 x 2 B = 70,272 B per token, the same on every one of the 8 GPUs.
+    assert api["kv_bytes_per_token_model"] == api["kv_bytes_per_token_gpu"] == 70_272
+    assert api["kv_replicated"] and api["attention"] == "mla" and api["nominal_params"]
+    assert api["kv_lora_rank"] == 512 and api["qk_rope_head_dim"] == 64
+    assert api["weights_bytes"] == 83.875e9
+    assert api["tokens_that_fit"] == 722_967 and api["largest_batch"] == 176
+    args = ["inference", "--json"] + [
+        f"--{k.replace('_', '-')}={v}" for k, v in DEEPSEEK_V3.items()
+    ]
+    assert cli(args) == 0
+    assert json.loads(capsys.readouterr().out) == api
+    page = client.get("/calculators/inference-memory", params=DEEPSEEK_V3).text
+    assert 'id="kv-token-model">70,272 B<' in page and 'id="kv-token-gpu">70,272 B<' in page
+    assert "no head axis to split" in page and "35,136 elements" in page
+    assert 'id="tokens-that-fit">722,967<' in page
+    assert 'name="attention"' in page and 'value="mla" selected' in page
+
+
+def test_mla_defaults_fill_in(client: TestClient) -> None:
+    given = dict(DEEPSEEK_V3)
+    explicit = client.get(API, params={**given, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
+    assert client.get(API, params=given).json() == explicit.json()
+
+
+def test_nominal_params_cli_table(capsys) -> None:
+    # 70e9 x 1 B / 2 = 35 GB of weights per GPU; 0.9 x 81,559 MiB - 35 GB - 1 GB = 40.97 GB left.
+    args = ["inference", "--params", "70e9", "--weight-dtype", "fp8", "--tp", "2",
+            "--kv-bytes-per-token", "327680"]  # fmt: skip
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    assert "70,000,000,000 parameters (nominal)" in out
+    assert "Weights (fp8)                        35.00" in out
+    assert "left for the KV cache per GPU: 40.97 GB, 250,053 tokens" in out

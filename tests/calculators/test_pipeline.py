@@ -91,7 +91,9 @@ def test_comparison_says_why_interleaved_cannot_run(client: TestClient) -> None:
 
 
 def test_fragment_shares_a_url_holding_every_input(client: TestClient) -> None:
-    fragment = client.get("/calculators/pipeline/result", params=SCENARIO)
+    fragment = client.get(
+        "/calculators/pipeline/result", params={**SCENARIO, "stage_times": "1,1,1,1.5"}
+    )
     assert fragment.status_code == 200
     url = fragment.headers["HX-Replace-Url"]
     for field in PipelineQuery.model_fields:
@@ -169,3 +171,60 @@ def test_fuzzed_inputs_never_give_a_5xx(client: TestClient, changes: dict) -> No
     for path in ("/api/calc/pipeline", "/calculators/pipeline/result"):
         response = client.get(path, params={**SCENARIO, **changes})
         assert response.status_code in (200, 422), (path, changes, response.text[:300])
+
+
+# Unequal stages: the LM head on the last stage (content/cards/pipeline-stage-imbalance.md).
+SLOW_LAST = {"schedule": "1f1b", "pp": 4, "microbatches": 16, "stage_times": "8,8,8,10.41"}
+
+
+def test_unequal_stages_agree_on_page_api_and_cli(client: TestClient, capsys) -> None:
+    api = client.get("/api/calc/pipeline", params=SLOW_LAST).json()
+    # (F + B + W)(34.41 + 15 x 10.41) = 3 x 190.56, simulated and in closed form
+    assert api["total_time"] == pytest.approx(571.68)
+    assert api["imbalanced_step"] == pytest.approx(571.68)
+    assert api["stage_scale"] == [8, 8, 8, 10.41]
+    assert api["closed_form"]["exact"] is False
+    args = ["pipeline", "--json"] + [f"--{k.replace('_', '-')}={v}" for k, v in SLOW_LAST.items()]
+    assert cli(args) == 0
+    assert json.loads(capsys.readouterr().out) == api
+    page = client.get("/calculators/pipeline", params=SLOW_LAST).text
+    assert f'id="total-time">{number(571.68)}<' in page
+    assert 'id="stage-times"' in page and "8, 8, 8, 10.41" in page
+    assert f'id="slowest-work">{number(499.68)}<' in page  # 16 x 3 x 10.41
+    formula = page.split('id="imbalanced-step"')[1].split("</div>")[0]
+    assert r"(34.41 + (16-1) \cdot 10.41) = 571.68" in formula
+    assert "closed form assumes equal stages" in page
+    assert 'value="8,8,8,10.41"' in page
+
+
+def test_cli_prints_the_unequal_step(capsys) -> None:
+    args = ["pipeline", "--pp", "2", "--microbatches", "2", "--stage-times", "1,2"]
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    assert "unequal stages, relative times 1, 2" in out and "= 15, as simulated" in out
+
+
+def test_a_slow_early_stage_shows_no_closed_step(client: TestClient) -> None:
+    page = client.get(
+        "/calculators/pipeline", params={**SLOW_LAST, "stage_times": "8,10.41,8,8"}
+    ).text
+    assert 'id="stage-times"' in page and 'id="imbalanced-step"' not in page
+
+
+def test_equal_stages_show_no_stage_note(client: TestClient) -> None:
+    page = client.get("/calculators/pipeline", params={**SLOW_LAST, "stage_times": ""}).text
+    assert 'id="stage-times"' not in page and "agree" in page
+
+
+@pytest.mark.parametrize(
+    ("stage_times", "message"),
+    [("1,1", "2 given for 4 stages"), ("1,x,1,1", "numbers separated by commas"),
+     ("1,0,1,1", "must be positive")],
+)  # fmt: skip
+def test_bad_stage_times_get_an_inline_message(
+    client: TestClient, stage_times: str, message: str
+) -> None:
+    params = {**SLOW_LAST, "stage_times": stage_times}
+    fragment = client.get("/calculators/pipeline/result", params=params)
+    assert fragment.status_code == 422 and message in fragment.text
+    assert client.get("/api/calc/pipeline", params=params).status_code == 422

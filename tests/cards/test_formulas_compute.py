@@ -76,27 +76,28 @@ def test_training_compute_per_token_counts_match_the_calculator() -> None:
     assert result["total_flops"] == pytest.approx(3.14e23, rel=0.01)
 
 
-def test_training_compute_kaplan_attention_term_matches_the_calculator() -> None:
-    """C_forward = 2N + 2 n_layer n_ctx d_attn and the ratio n_ctx / (12 d_model)."""
+def test_training_compute_attention_term_matches_the_calculator() -> None:
+    """The card's full count, 4 n_layer n_ctx d_attn per token per forward, and the ratio
+    n_ctx / (6 d_model) are what the calculator computes (app/calc/flops.py's one count)."""
     card = card_text("training-compute")
     term = statement_of(
         card,
-        r"C_\{\\text\{forward\}\} \\approx (\d)N \+ (\d)\\,n_\{\\text\{layer\}\}\\,"
-        r"n_\{\\text\{ctx\}\}\\,d_\{\\text\{attn\}\}",
-        "Kaplan's forward count",
+        r"\$(\d)\\,n_\{\\text\{layer\}\}\\,n_\{\\text\{ctx\}\}\\,d_\{\\text\{attn\}\}\$ per token "
+        r"in all",
+        "the full attention count",
     )
-    weights, attn = (int(g) for g in term.groups())
+    attn = int(term.group(1))
     ratio = int(
         statement_of(
-            card, r"n_\{\\text\{ctx\}\}/\((\d+)\\,d_\{\\text\{model\}\}\)", "the ratio"
+            card, r"n_\{\\text\{ctx\}\}/\((\d+)\\,d_\{\\text\{model\}\}\)\$, the", "the ratio"
         ).group(1)
     )
     query = ComputeQuery.model_validate(example_blocks(card, "compute")[1])
     layers, hidden, _, d_attn = query.shape()
     n = query.model_params()[0]
     computed = forward_flops_per_token(n, layers, query.seq_len, d_attn)
-    assert computed == pytest.approx(weights * n + attn * layers * query.seq_len * d_attn)
-    # With 2N = 24 n_layer d^2 the context term over the weights is n_ctx / (12 d).
+    assert computed == pytest.approx(2 * n + attn * layers * query.seq_len * d_attn)
+    # With 2N = 24 n_layer d^2 the context term over the weights is n_ctx / (6 d).
     assert attn * layers * query.seq_len * hidden / (24 * layers * hidden**2) == pytest.approx(
         query.seq_len / (ratio * hidden)
     )

@@ -33,6 +33,39 @@ def test_a_term_naming_an_unknown_card_is_refused(tmp_path: Path) -> None:
     assert [t.zh for t in Glossary.load(path, CARD_IDS).terms] == ["流水线气泡"]
 
 
+def test_an_edition_using_a_term_the_glossary_avoids_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "glossary.yaml"
+    path.write_text(
+        "- en: activation recomputation\n  zh: 激活重计算\n  en_definition: Recompute.\n"
+        "  zh_definition: 重新计算激活。\n  card: activation-checkpointing\n"
+        "  zh_avoid: [重物化, 重算]\n",
+        encoding="utf-8",
+    )
+    good = ("cards/zh-CN/a.md", "激活重计算（activation recomputation）让 `重算` 留在代码里也行。")
+    assert Glossary.load(path, CARD_IDS, [good]).terms
+    with pytest.raises(GlossaryError, match="a.md: uses '重物化'.*'激活重计算'"):
+        Glossary.load(path, CARD_IDS, [("cards/zh-CN/a.md", "用重物化换显存。")])
+    with pytest.raises(GlossaryError, match="多 N 倍 reads as N \\+ 1 times"):
+        Glossary.load(path, CARD_IDS, [("quiz/zh-CN/b.yaml", "收发操作多 $v$ 倍。")])
+    assert Glossary.load(path, CARD_IDS, [("c.md", "收发操作变为 $v$ 倍，是 DDP 的 1.5 倍。")])
+
+
+def test_every_chinese_card_and_question_keeps_to_the_glossary(glossary: Glossary) -> None:
+    """The app loads the glossary with every zh card and question (app/main.py); this says
+    which text breaks it without starting the app."""
+    from app.cards.glossary import edition_wording_problems
+
+    root = ROOT_DIR / "content"
+    texts = sorted((root / "cards" / "zh-CN").glob("*.md")) + sorted(
+        (root / "quiz" / "zh-CN").glob("*.yaml")
+    )
+    problems = [f"{p.name}: {problem}" for p in texts
+                for problem in edition_wording_problems(glossary.terms,
+                                                        p.read_text(encoding="utf-8"))]  # fmt: skip
+    assert not problems, problems
+    assert any(t.zh_avoid for t in glossary.terms)
+
+
 def test_the_glossary_has_the_key_terms_each_with_a_card(glossary: Glossary) -> None:
     assert len(glossary.terms) >= 60
     english = {t.en for t in glossary.terms}

@@ -156,7 +156,7 @@ def test_compressed_steps_are_remembered_and_one_is_done_with_fewer_answers(
     client: TestClient,
 ) -> None:
     register(client)
-    page = _plan(client, 14, 45, compressed=True)
+    page = _plan(client, 21, 45, compressed=True)
     assert 'id="plan-fits"' in page and 'id="plan-left-out"' not in page
     assert '<option value="true" selected>' in client.get("/plan").text
     with Session(client.app.state.engine) as session:

@@ -36,7 +36,7 @@ GOOD_IN_A_WEEK = 0.8083  # S = 2.3065: 3.975 ** -0.1542
 EASY_IN_A_WEEK = 0.9112  # S = 8.2956: 1.827 ** -0.1542
 
 MEMORY_ANATOMY = 6  # questions in the real bank
-MIXED_PRECISION = 7
+MIXED_PRECISION = 8
 
 
 def answer_items(

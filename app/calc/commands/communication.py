@@ -22,7 +22,13 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "GB = 10^9 bytes.\n\n"
             "  python -m app.calc communication --preset llama3-70b --dp 4 --tp 8 --pp 2\n"
             "  python -m app.calc communication --preset mixtral-8x7b --dp 8 --tp 1 --pp 1 \\\n"
-            "      --ep 8 --zero-stage 3 --json"
+            "      --ep 8 --zero-stage 3 --json\n\n"
+            "One collective on its own (--collective, --collective-ranks, --collective-mb,\n"
+            "--collective-link) with nccl-tests' bus factors (src/*.cu *GetBw): all-reduce\n"
+            "2(N-1)/N; reduce-scatter, all-gather, all-to-all, gather, scatter (N-1)/N;\n"
+            "broadcast, reduce 1.\n\n"
+            "  python -m app.calc communication --collective reduce --collective-ranks 8 \\\n"
+            "      --collective-mb 1000 --collective-link nvlink4"
         ),
     )
     add_model_options(parser.add_argument_group("inputs (bounds as on the page)"),
@@ -53,4 +59,17 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         f"compute {result['compute_s']:g} s; step {result['step_s_perfect_overlap']:.4f} s with "
         f"perfect overlap, {result['step_s_no_overlap']:.4f} s with none"
     )
+    print(
+        f"\none collective of S = {query.collective_mb:g} MB on N = {query.collective_ranks} "
+        f"ranks over {query.collective_link} (nccl-tests bus factors):"
+    )
+    print(f"{'collective':<16}{'factor':>8}{'GB sent':>10}{'time s':>12}{'algbw GB/s':>12}"
+          f"{'busbw GB/s':>12}")  # fmt: skip
+    for r in result["all_collectives"]:
+        mark = " <" if r["collective"] == query.collective else ""
+        print(
+            f"{r['collective']:<16}{r['bus_factor']:>8.4f}{r['sent_bytes'] / GB:>10.3f}"
+            f"{r['time_s']:>12.6f}{r['algbw_bytes_per_s'] / GB:>12.1f}"
+            f"{r['busbw_bytes_per_s'] / GB:>12.1f}{mark}"
+        )
     return 0

@@ -20,7 +20,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "heads per GPU max(1, k // t) as vLLM replicates them, and a runtime overhead;\n"
             "judged against utilisation x GPU memory (vLLM --gpu-memory-utilization 0.9).\n\n"
             "  python -m app.calc inference --preset llama2-70b --tp 4 --context 4096 --batch 16\n"
-            "  python -m app.calc inference --preset llama3-8b --weight-dtype int4 --json"
+            "  python -m app.calc inference --preset llama3-8b --weight-dtype int4 --json\n\n"
+            "MLA (--attention mla): (kv_lora_rank + qk_rope_head_dim)*L*B per token, the whole\n"
+            "latent on every TP rank. --params 70e9 replaces the exact count by a nominal one;\n"
+            "--kv-bytes-per-token replaces the shape's KV size (the whole model's, per token).\n\n"
+            "  python -m app.calc inference --params 70e9 --weight-dtype fp8 --tp 2"
         ),
     )
     add_model_options(parser.add_argument_group("inputs (bounds as on the page)"), InferenceQuery)
@@ -35,15 +39,24 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return print_json(result)
     unit = MEMORY_UNITS[query.unit]
     print(
-        f"{result['model']['name']}: {result['total_params']:,} parameters; tp {query.tp}, "
+        f"{result['model']['name']}: {result['total_params']:,} parameters"
+        f"{' (nominal)' if result['nominal_params'] else ''}; tp {query.tp}, "
         f"context {query.context:,}, batch {query.batch:,}"
     )
-    print(
-        f"KV cache per token: {result['kv_bytes_per_token_model']:,.0f} B for the model, "
-        f"{result['kv_bytes_per_token_gpu']:,.0f} B per GPU "
-        f"({result['kv_heads_per_gpu']} KV head(s) per GPU"
-        f"{', replicated' if result['kv_replicated'] else ''})"
-    )
+    if result["attention"] == "mla":
+        held = "the whole latent on every GPU" if query.tp > 1 else "one GPU"
+        print(
+            f"KV cache per token (MLA, d_c {result['kv_lora_rank']} + d_h^R "
+            f"{result['qk_rope_head_dim']}): {result['kv_bytes_per_token_model']:,.0f} B for the "
+            f"model, {result['kv_bytes_per_token_gpu']:,.0f} B per GPU ({held})"
+        )
+    else:
+        print(
+            f"KV cache per token: {result['kv_bytes_per_token_model']:,.0f} B for the model, "
+            f"{result['kv_bytes_per_token_gpu']:,.0f} B per GPU "
+            f"({result['kv_heads_per_gpu']} KV head(s) per GPU"
+            f"{', replicated' if result['kv_replicated'] else ''})"
+        )
     print(f"{'term':<28}{query.unit + ' per GPU':>14}  source")
     for t in result["terms"]:
         print(f"{t['label']:<28}{t['bytes'] / unit:>14.2f}  {t['source']}")
@@ -53,6 +66,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         f"{verdict} {query.utilisation:g} x {result['gpu']} = "
         f"{result['budget_bytes'] / unit:.2f} {query.unit}; headroom "
         f"{result['headroom_bytes'] / unit:.2f} {query.unit}"
+    )
+    print(
+        f"left for the KV cache per GPU: {result['free_for_kv_bytes'] / unit:.2f} {query.unit}, "
+        f"{result['tokens_that_fit']:,} tokens"
     )
     print(
         f"largest batch at context {query.context:,}: {result['largest_batch']:,}; "

@@ -23,7 +23,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "Qi et al., arXiv:2401.10241, Section 2.1 (ZB-H1).\n\n"
             "  python -m app.calc pipeline --schedule 1f1b --pp 4 --microbatches 8\n"
             "  python -m app.calc pipeline --schedule interleaved --pp 4 --microbatches 8 \\\n"
-            "      --virtual-stages 2 --json"
+            "      --virtual-stages 2 --json\n"
+            "  python -m app.calc pipeline --pp 4 --microbatches 16 --stage-times 8,8,8,10.41"
         ),
     )
     add_model_options(
@@ -63,6 +64,14 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     print(f"closed form: {cf['source']}")
     if not cf["exact"]:
         print("  (the closed form leaves out what this set-up has; the simulation includes it)")
+    if len(set(result["stage_scale"])) > 1:
+        scales = ", ".join(f"{s:g}" for s in result["stage_scale"])
+        print(f"unequal stages, relative times {scales}")
+        if result["imbalanced_step"] is not None:
+            print(
+                "  step = (F + B + W)(sum s_i + (m - 1) max s_i) = "
+                f"{result['imbalanced_step']:g}, as simulated"
+            )
     peaks = " ".join(f"{n:g}" for n in result["peak_in_flight"])
     print(f"peak micro-batches in flight, stage 0..{query.pp - 1}: {peaks}")
     for row in result["comparison"]:

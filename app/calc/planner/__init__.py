@@ -24,9 +24,16 @@ Each number comes from the calculator that owns it:
 
 Placement. Ranks are numbered tp fastest, then cp, then ep, then dp, then pp slowest:
 Megatron-Core's default order "tp-cp-ep-dp-pp" (megatron/core/parallel_state.py,
-initialize_model_parallel). Expert parallelism is carved out of the dp x cp ranks (ep must
-divide dp * cp; Megatron's expert rank generator folds cp into the expert data-parallel
-group), so world = dp * tp * pp * cp. A group of size g whose stride is s (s = tp for cp and
+initialize_model_parallel). The MoE layers get a grid of their own over the same ranks
+(Megatron-Core's "MoE parallel folding", arXiv:2504.14960): etp x ep x edp x pp, where today's
+code requires only that etp * ep * pp divide the world size (parallel_state.py,
+initialize_model_parallel: expert_tensor_model_pipeline_parallel_size, read at main@d98e8a64,
+2026-08-22). The planner keeps the expert tensor-parallel size etp equal to tp, Megatron-Core's
+default (expert_tensor_parallel_size = None -> tensor_model_parallel_size); under that
+default the rule is that ep divides dp * cp, the limit the older "EP is carved out of DP"
+description states. Layouts with etp < tp, which allow ep up to tp * cp * dp / etp, are legal
+in Megatron-Core and not searched here (docs/architecture.md, planner/). So world =
+dp * tp * pp * cp. A group of size g whose stride is s (s = tp for cp and
 ep, tp * cp for dp, tp * cp * dp for pp) stays inside a node when s * g divides the GPUs per
 node; otherwise its ring crosses the network and runs at the inter-node link's speed.
 

@@ -18,7 +18,10 @@ from app.calc.planner.results import Rejected
 # rule -> what it says and where it comes from. Rejected.rule is one of these keys.
 RULES: dict[str, Message] = {
     "world_size": Message(
-        N_("dp x tp x pp x cp must equal the number of GPUs (ep is carved out of dp x cp)")
+        N_(
+            "dp x tp x pp x cp must equal the number of GPUs (the MoE layers' ep folds into "
+            "the same ranks)"
+        )
     ),
     "tp_within_node": Message(
         N_(
@@ -30,7 +33,11 @@ RULES: dict[str, Message] = {
         N_("tp must divide the attention heads (Megatron splits heads over tp)")
     ),
     "tp_divides_kv_heads": Message(
-        N_("tp must divide the KV heads (Megatron-Core attention.py: divide(num_query_groups, tp))")
+        N_(
+            "tp and the KV heads must divide one another (Megatron-Core: the query groups are "
+            "a multiple or a divisor of tp; with more tp ranks than KV heads each rank keeps "
+            "a replica of one)"
+        )
     ),
     "pp_divides_layers": Message(
         N_("pp must divide the layers (Megatron-LM; allow uneven stages to relax)")
@@ -48,8 +55,9 @@ RULES: dict[str, Message] = {
     "ep_divides_experts": Message(N_("ep must divide the experts")),
     "ep_divides_dp_cp": Message(
         N_(
-            "ep must divide dp x cp: expert parallelism is carved out of the "
-            "data-parallel ranks (Megatron-Core expert rank generator)"
+            "ep must divide dp x cp while the expert tensor-parallel size equals tp, "
+            "Megatron-Core's default (its MoE parallel folding allows a larger ep with a "
+            "smaller expert tensor-parallel size, which the planner does not search)"
         )
     ),
     "fused_softmax": Message(
@@ -82,8 +90,10 @@ RULES: dict[str, Message] = {
     "interleaved_divides_layers": Message(N_("interleaved: pp x v must divide the layers")),
     "interleaved_microbatches": Message(
         N_(
-            "interleaved: micro-batches must be a multiple of pp "
-            "(Megatron-LM runs them in groups of p)"
+            "interleaved: micro-batches must be a multiple of pp, as with Megatron-Core's "
+            "default group of pp micro-batches per virtual stage (a larger "
+            "--microbatch-group-size-per-virtual-pipeline-stage admits any count >= pp, a "
+            "schedule the planner does not model)"
         )
     ),
     "zb_microbatches": Message(
@@ -130,8 +140,8 @@ def degree_rules(req: PlanRequest, d: Degrees) -> Iterator[tuple[str, Message]]:
     if cfg.heads % d.tp:
         template = N_("tp=%(tp)s does not divide %(heads)s attention heads")
         yield "tp_divides_heads", Message(template, tp=d.tp, heads=cfg.heads)
-    if cfg.kv_heads % d.tp:
-        template = N_("tp=%(tp)s does not divide %(kv_heads)s KV heads")
+    if cfg.kv_heads % d.tp and d.tp % cfg.kv_heads:
+        template = N_("tp=%(tp)s and %(kv_heads)s KV heads do not divide one another")
         yield "tp_divides_kv_heads", Message(template, tp=d.tp, kv_heads=cfg.kv_heads)
     if d.pp > cfg.layers or (cfg.layers % d.pp and not req.uneven_pipeline):
         template = N_("pp=%(pp)s does not divide %(layers)s layers")

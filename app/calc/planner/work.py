@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.calc.flops import attention_flops_per_token
 from app.calc.model import ModelConfig
 from app.calc.performance import Hardware, gemm_seconds
 
@@ -106,7 +107,7 @@ def layer_pass(
     t = float(tp)
     tokens = b * seq_len / cp
     d = cfg.dim_per_head
-    q, kv = cfg.heads * d / t, cfg.kv_heads * d / t
+    q, kv = cfg.heads * d / t, max(cfg.kv_heads, t) * d / t  # a KV head per rank at least
     h = float(cfg.hidden)
     gated = cfg.ffn_type == "swiglu"
     shapes = [(tokens, q + 2 * kv, h, 1.0), (tokens, h, q, 1.0)]
@@ -146,7 +147,9 @@ def layer_pass(
         kernels += 4
 
     if flash:
-        attention_flops = 2.0 * tokens * seq_len * q  # causal: half of 4 T s q
+        # What the kernel executes: a causal flash kernel skips the masked half, so time
+        # takes the causal count; the FLOPs the product shows (MFU) take the full one.
+        attention_flops = tokens * attention_flops_per_token(1, seq_len, q, causal=True)
         attention_fwd = attention_flops / hw.attention_flops
         attention_bwd = FLASH_BACKWARD * attention_fwd
         kernels += 1 if cp == 1 else 3 * cp

@@ -20,7 +20,11 @@ from app.calc.comm_volume import (
     latency_steps,
     tp_layer_elements,
 )
-from app.calc.communication_query import CommunicationQuery, communication_result
+from app.calc.communication_query import (
+    BUS_FACTOR_LATEX,
+    CommunicationQuery,
+    communication_result,
+)
 from app.calc.links import LINKS, alpha_beta_time
 from app.calc.model import PRESETS, count_params
 from app.formatting import count_short, latex_number
@@ -30,7 +34,8 @@ from app.quiz.generators.words import STRATEGY_WORDS, ZERO_STAGE_WORDS, link_nam
 
 # Index tables for drawn inputs.
 COLLECTIVE_ORDER: tuple[Collective, ...] = tuple(Collective)
-# 0 all_reduce, 1 reduce_scatter, 2 all_gather, 3 all_to_all, 4 broadcast
+# 0 all_reduce, 1 reduce_scatter, 2 all_gather, 3 all_to_all, 4 broadcast, 5 reduce, 6 gather,
+# 7 scatter
 LINK_ORDER: tuple[str, ...] = tuple(LINKS)
 # 0 nvlink4, 1 nvlink3, 2 pcie5, 3 pcie4, 4 ib-ndr, 5 ib-hdr, 6 roce-400g
 PRESET_ORDER: tuple[str, ...] = tuple(PRESETS)
@@ -45,6 +50,9 @@ COLLECTIVE_NAMES = {
     Collective.ALL_GATHER: "all-gather",
     Collective.ALL_TO_ALL: "all-to-all",
     Collective.BROADCAST: "broadcast",
+    Collective.REDUCE: "reduce",
+    Collective.GATHER: "gather",
+    Collective.SCATTER: "scatter",
 }
 # What the payload S is for each collective (app.calc.comm's module docstring).
 PAYLOAD_MEANING = {
@@ -53,14 +61,11 @@ PAYLOAD_MEANING = {
     Collective.ALL_GATHER: N_("the full gathered output"),
     Collective.ALL_TO_ALL: N_("each rank's whole send buffer"),
     Collective.BROADCAST: N_("the root's buffer"),
+    Collective.REDUCE: N_("each rank's buffer, summed onto the root"),
+    Collective.GATHER: N_("the root's full gathered output"),
+    Collective.SCATTER: N_("the root's full buffer, before it is scattered"),
 }
-RING_FACTOR_LATEX = {
-    Collective.ALL_REDUCE: r"2\frac{N-1}{N}",
-    Collective.REDUCE_SCATTER: r"\frac{N-1}{N}",
-    Collective.ALL_GATHER: r"\frac{N-1}{N}",
-    Collective.ALL_TO_ALL: r"\frac{N-1}{N}",
-    Collective.BROADCAST: "1",
-}
+RING_FACTOR_LATEX = BUS_FACTOR_LATEX
 OVERLAP_NAMES = (N_("perfect overlap"), N_("no overlap"))
 # "{sequence_parallel} sequence parallelism": the word before it.
 SEQUENCE_PARALLEL_WORDS = {True: N_("with"), False: N_("without")}

@@ -27,12 +27,13 @@ _MODE_WORDS = {
     "training": N_("training (forward and backward, no recompute)"),
     "training_recompute": N_("training with full activation recompute"),
     "inference": N_("inference (forward only)"),
+    "training_selective": N_("training with selective recompute (attention's core rerun)"),
 }
 
 
 def _query(inputs: Mapping[str, float]) -> ComputeQuery:
     fields: dict[str, Any] = {"preset": "custom", "params": float(inputs["params"])}
-    for name in ("tokens", "utilization", "measured_tokens_per_s"):
+    for name in ("tokens", "utilization", "measured_tokens_per_s", "achieved_flops_per_gpu"):
         if name in inputs:
             fields[name] = float(inputs[name])
     if "gpus" in inputs:
@@ -55,6 +56,8 @@ def _fields(query: ComputeQuery, r: dict[str, Any]) -> dict[str, str]:
     }
     if query.measured_tokens_per_s is not None:
         fields["tokens_per_s"] = f"{query.measured_tokens_per_s:,.0f}"
+    if query.achieved_flops_per_gpu is not None:
+        fields["achieved"] = f"{query.achieved_flops_per_gpu / 1e12:,.4g} TFLOP/s"
     return fields
 
 
@@ -129,10 +132,36 @@ def hfu_percent(inputs: Mapping[str, float]) -> Solution:
     )
 
 
+def achieved_utilization(inputs: Mapping[str, float]) -> Solution:
+    """Share of the dense peak a reported FLOP/s per GPU is, in percent."""
+    query = _query(inputs)
+    r = compute_result(query)
+    return Solution(
+        answer=100 * r["achieved"]["utilization"],
+        prompt_fields=_fields(query, r),
+        steps_latex=_rows(query, r, "From an achieved FLOP/s per GPU"),
+    )
+
+
+def achieved_days(inputs: Mapping[str, float]) -> Solution:
+    """Days to execute the run's FLOPs at GPUs x the reported FLOP/s per GPU."""
+    query = _query(inputs)
+    r = compute_result(query)
+    return Solution(
+        answer=r["achieved"]["time_days"],
+        prompt_fields=_fields(query, r),
+        steps_latex=_rows(
+            query, r, "FLOPs per token", "Total FLOPs", "From an achieved FLOP/s per GPU"
+        ),  # fmt: skip
+    )
+
+
 GENERATORS: dict[str, Callable[[Mapping[str, float]], Solution]] = {
     "compute.training_flops": training_flops,
     "compute.training_days": training_days,
     "compute.gpu_hours": gpu_hours,
     "compute.mfu_percent": mfu_percent,
     "compute.hfu_percent": hfu_percent,
+    "compute.achieved_utilization": achieved_utilization,
+    "compute.achieved_days": achieved_days,
 }

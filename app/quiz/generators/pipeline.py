@@ -135,9 +135,34 @@ def peak_in_flight_first_stage(inputs: Mapping[str, float]) -> Solution:
     )
 
 
+def slow_last_stage_step(inputs: Mapping[str, float]) -> Solution:
+    """1F1B's step when the last stage takes `slow` times the others (the LM head and loss on
+    the last stage: Llama 3, arXiv:2407.21783, Section 3.3.2). The simulation's answer; the
+    worked step is app.calc.pipeline.imbalanced_step's formula, exact with the slow stage last.
+    """
+    p, m, slow = int(inputs.get("pp", 4)), int(inputs.get("microbatches", 8)), inputs["slow"]
+    stage_times = ",".join(["1"] * (p - 1) + [f"{slow:g}"])
+    query = PipelineQuery(
+        schedule="1f1b", pp=p, microbatches=m, stage_times=stage_times, compare=False
+    )
+    setup = query.setup("1f1b")
+    sim = simulate(setup)
+    work = query.t_f + query.t_b + query.t_w
+    return Solution(
+        answer=sim.total_time,
+        prompt_fields={**_fields(query), "slow": _number(slow), "t_stage": _number(work)},
+        steps_latex=[
+            r"t_\text{step} = (t_f + t_b + t_w)\Big(\sum_i s_i + (m-1)\max_i s_i\Big)",
+            rf"t_\text{{step}} = {_number(work)}\,\big(({p}-1) \cdot 1 + {_number(slow)} + "
+            rf"({m}-1) \cdot {_number(slow)}\big) = {sim.total_time:.6g}",
+        ],
+    )
+
+
 GENERATORS: dict[str, Callable[[Mapping[str, float]], Solution]] = {
     "pipeline.bubble_over_ideal_percent": bubble_over_ideal_percent,
     "pipeline.bubble_fraction_of_step_percent": bubble_fraction_of_step_percent,
     "pipeline.step_time": step_time,
     "pipeline.peak_in_flight_first_stage": peak_in_flight_first_stage,
+    "pipeline.slow_last_stage_step": slow_last_stage_step,
 }
