@@ -2,9 +2,10 @@
 
 nccl-tests doc/PERFORMANCE.md: algbw = S / t, with S the collective's size (the all-reduce
 buffer, the reduce-scatter input, the all-gather output, one rank's all-to-all buffer, the
-broadcast buffer) and t its time; busbw = algbw times the ring factor of app.calc.comm
-(2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter, all-gather and all-to-all, 1 for
-broadcast), so that busbw is comparable with the link's bandwidth whatever the collective.
+broadcast and reduce buffer, the gathered or scattered buffer) and t its time; busbw = algbw
+times the bus factor of app.calc.comm (2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter,
+all-gather, all-to-all, gather and scatter, 1 for broadcast and reduce), so that busbw is
+comparable with the link's bandwidth whatever the collective.
 """
 
 from __future__ import annotations

@@ -87,7 +87,10 @@ class CommunicationQuery(BaseModel):
     dp: Annotated[int, _count(65_536)] = 4
     tp: Annotated[int, _count(512)] = 8
     pp: Annotated[int, _count(512)] = 2
-    ep: Annotated[int, _count(1024, "carved out of dp * cp; MoE models only")] = 1
+    ep: Annotated[
+        int,
+        _count(1024, "divides dp * cp (expert TP = tp, Megatron-Core's default); MoE models only"),
+    ] = 1
     cp: Annotated[int, _count(1024)] = 1
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
     sequence_parallel: bool = True

@@ -44,8 +44,14 @@ def assumptions(query: TrainingQuery) -> list[tuple[str, str, str]]:
     """(constant, value, source) rows for the assumptions panel."""
     b = bytes_per_param(query.recipe, query.optimizer)
     gpu = GPUS[query.gpu]
+    fp8 = (
+        [(N_("FP8 weight copies, bytes per parameter"), f"{b.fp8_copies:g}", b.fp8_copies_source)]
+        if b.fp8_copies
+        else []
+    )
     return [
         (N_("Weights, bytes per parameter"), f"{b.weights:g}", b.weights_source),
+        *fp8,
         (N_("Gradients, bytes per parameter"), f"{b.grads:g}", b.grads_source),
         (N_("Master weights, bytes per parameter"), f"{b.master:g}", b.master_source),
         (N_("Optimizer states, bytes per parameter"), f"{b.optimizer:g}", b.optimizer_source),

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # Values every rank casts to fp16 and bf16 in the range check: around fp16's top (65504, the
 # halfway point 65520) and bottom (2^-24, its half 2^-25), a few ordinary numbers, and some
 # beyond fp16's range. They start as an fp32 tensor, so 0.1, 1e-10 and 3e38 are first rounded
-# to fp32; the prediction (app.calc.precision.round_to_format) rounds them the same way.
+# to fp32; the prediction (app.calc.float_formats.round_to_format) rounds them the same way.
 RANGE_PROBES: tuple[float, ...] = (
     65504.0,
     65519.0,

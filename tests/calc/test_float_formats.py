@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.calc.precision import (
+from app.calc.float_formats import (
     BF16,
     FP16,
     FP32,

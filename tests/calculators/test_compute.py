@@ -17,7 +17,7 @@ from app.calc.compute_query import ComputeQuery, compute_result
 ONE_T = {"preset": "custom", "params": "1008e9", "layers": "128", "hidden": "25600",
          "vocab": "51200", "tokens": "450e9", "mode": "training_recompute", "batch": "3072",
          "gpus": "3072", "utilization": str(163 / 312),
-         "measured_tokens_per_s": "60000"}  # fmt: skip
+         "measured_tokens_per_s": "60000", "achieved_flops_per_gpu": "163e12"}  # fmt: skip
 
 
 def test_page_api_and_cli_give_the_same_numbers(client: TestClient, capsys) -> None:

@@ -18,11 +18,12 @@ import pytest
 from app.calc.activations import ActivationSetup, layer_activations
 from app.calc.comm import Collective, ring_factor
 from app.calc.comm_volume import ddp_elements, zero_elements
+from app.calc.float_formats import BF16, FP16, FP32, FloatFormat
 from app.calc.flops import flops_per_token, megatron_flops_per_iteration
 from app.calc.inference import inference_memory, kv_bytes_per_token
 from app.calc.inference_query import InferenceQuery
 from app.calc.model import PRESETS, ModelConfig, count_params
-from app.calc.precision import BF16, FP16, FP32, FloatFormat, bytes_per_param, conventions
+from app.calc.precision import bytes_per_param, conventions
 from tests.cards.card_text import card_text, example_blocks
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.calc.comm import Collective, ring_bytes_per_rank
-from app.calc.precision import BF16, FP16, fraction_flushed_to_zero
+from app.calc.float_formats import BF16, FP16, fraction_flushed_to_zero
 from app.live.pages.mixed_precision import MixedPrecisionPrediction
 from app.live.worker_process import LocalWorker
 from demos.specs.mixed_precision import MixedPrecisionParams

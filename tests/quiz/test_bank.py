@@ -43,7 +43,8 @@ def test_every_unit_that_is_a_word_is_marked_for_translation() -> None:
     """A Chinese page says an answer's unit in Chinese ("你的答案（单位：天）"): a unit with
     words must be in UNIT_WORDS, which marks it for the catalogue."""
     assert BANK is not None, LOAD_ERROR
-    symbols = {"", "%", "GB", "MB", "s", "ms", "min", "h", "FLOPs", "FLOPs/byte", "TFLOP/s"}
+    symbols = {"", "%", "B", "GB", "GiB", "MB", "s", "ms", "min", "h", "FLOPs", "FLOPs/byte",
+               "TFLOP/s"}  # fmt: skip
     worded = {getattr(item, "unit", "") for item in BANK.all()} - symbols
     assert "days" in worded
     assert worded == set(UNIT_WORDS)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.calc.comm import Collective, ring_bytes_per_rank
-from app.calc.precision import (
+from app.calc.float_formats import (
     FLOAT_FORMATS,
     FP16,
     FP32,
