@@ -125,8 +125,11 @@ class FailuresQuery(BaseModel):
     ckpt_optimizer: Literal["adam", "sgd", "none"] = "adam"
     ckpt_optimizer_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "fp32"
     ckpt_writers: Annotated[int, Field(ge=1, le=10_000_000)] = 16_384
-    ckpt_write_gbps: Annotated[float, Field(gt=0, le=1e9, description="aggregate, GB/s")] = 2000.0
-    ckpt_host_gbps: Annotated[float, Field(gt=0, le=1e6, description="per writer, GB/s")] = 25.0
+    # 1 MB/s at least: slower than any disk, and a floor that keeps every time finite.
+    ckpt_write_gbps: Annotated[float, Field(ge=0.001, le=1e9, description="aggregate, GB/s")] = (
+        2000.0
+    )
+    ckpt_host_gbps: Annotated[float, Field(ge=0.001, le=1e6, description="per writer, GB/s")] = 25.0
     # Several kinds of unit in series (shown when at least one kind has a count and a rate).
     series_rate_kind: Literal["mtbf_hours", "afr_percent"] = "mtbf_hours"
     series_gpus: Annotated[int | None, Field(ge=1, le=10_000_000)] = None

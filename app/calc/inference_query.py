@@ -97,11 +97,11 @@ class InferenceQuery(BaseModel):
     ] = None
     params: Annotated[
         float | None,
-        Field(gt=0, le=1e14, description="nominal parameter count (e.g. 70e9); empty: exact"),
+        Field(ge=1, le=1e14, description="nominal parameter count (e.g. 70e9); empty: exact"),
     ] = None
     kv_bytes_per_token: Annotated[
         float | None,
-        Field(gt=0, le=1e9, description="the model's KV bytes per token; empty: from the shape"),
+        Field(ge=1, le=1e9, description="the model's KV bytes per token; empty: from the shape"),
     ] = None
 
     @model_validator(mode="after")

@@ -124,7 +124,7 @@ def test_series_section_and_the_llama3_split(client: TestClient) -> None:
         ({"checkpoint_minutes": -1}, "Checkpoint time C (minutes): must be at least 1e-06"),
         ({"interval_minutes": 0}, "Your checkpoint interval (minutes): must be greater than 0"),
         ({"ckpt_params": 0}, "Parameters: must be at least 1"),
-        ({"ckpt_write_gbps": 0}, "Aggregate write bandwidth (GB/s): must be greater than 0"),
+        ({"ckpt_write_gbps": 0}, "Aggregate write bandwidth (GB/s): must be at least 0.001"),
         ({"series_gpus": 8}, "Give both a count and a rate for a kind of unit, or neither"),
     ],
 )

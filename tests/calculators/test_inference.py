@@ -74,7 +74,7 @@ def test_fragment_shares_a_url_holding_every_input(client: TestClient) -> None:
         ({"weight_dtype": "int3"}, "Weights dtype"),
         ({"attention": "mla", "tp": 3}, "Tensor parallel (3) must divide the 64 attention heads"),
         ({"attention": "sparse"}, "Attention"),
-        ({"params": 0}, "Nominal parameters: must be greater than 0"),
+        ({"params": 0}, "Nominal parameters: must be at least 1"),
         ({"kv_lora_rank": 0}, "Latent d_c (kv_lora_rank): must be at least 1"),
     ],
 )

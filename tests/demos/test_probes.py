@@ -203,7 +203,12 @@ def test_logical_bytes_use_the_ring_formulas() -> None:
     assert logical_bytes("all_reduce", 1000, 4) == 1500.0
     assert logical_bytes("all_to_all", 1000, 4) == 750.0
     assert logical_bytes("barrier", 0, 4) == 0.0
-    assert logical_bytes("gather", 1000, 4) is None
+    # c10d's gather_ carries one rank's 1000 B; nccl-tests' S is the gathered 4000 B, and the
+    # root receives (N-1)/N of it: the three other pieces. Reduce moves its whole buffer.
+    assert logical_bytes("gather", 1000, 4) == 3000.0
+    assert logical_bytes("scatter", 1000, 4) == 3000.0
+    assert logical_bytes("reduce", 1000, 4) == 1000.0
+    assert logical_bytes("unknown_op", 1000, 4) is None
 
 
 def test_storage_bytes_counts_a_shared_buffer_once() -> None:
