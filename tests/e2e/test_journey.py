@@ -47,7 +47,7 @@ def test_a_visitor_follows_start_here_through_a_whole_step(page: Page) -> None:
         answer_any(page)
         page.goto(page.url)
     page.goto("/")
-    expect(page.locator("#stat-steps .stat-value")).to_have_text(re.compile(r"^\d+/36$"))
+    expect(page.locator("#stat-steps .stat-value")).to_have_text(re.compile(r"^\d+/51$"))
 
 
 def test_a_learner_plans_to_a_date_and_sees_the_plan_and_the_dashboard(page: Page) -> None:
@@ -85,7 +85,7 @@ def test_a_path_that_does_not_fit_lists_what_is_left_out_until_steps_are_compres
     register(page)
     page.goto("/plan")
     page.fill("input[name=interview_date]",
-              (datetime.now(UTC).date() + timedelta(days=14)).isoformat())  # fmt: skip
+              (datetime.now(UTC).date() + timedelta(days=21)).isoformat())  # fmt: skip
     page.fill("input[name=minutes_per_day]", "45")
     expect(page.locator("#plan-steps")).to_have_value("false")
     page.click("#plan-form button[type=submit]")
