@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from app.cards.audit import audit_problems, prose_figures
 from app.cards.examples import folded_example, render_example
-from app.cards.frameworks import undated
+from app.cards.frameworks import SOURCES_SECTION, undated
 from app.cards.markdown_dialect import card_markdown
 from app.cards.models import (
     CLOSING_SECTIONS,
@@ -219,13 +219,12 @@ def _check_audit(name: str, meta: CardMeta, figures: dict) -> None:
         raise CardError(f"{name}: fact audit: " + "; ".join(problems))
 
 
-SOURCES_HEADING = re.compile(r"^## (?:Sources|参考文献)\s*$", re.MULTILINE)
 LIST_ENTRY = re.compile(r"^(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)
 
 
 def source_entries(text: str) -> list[str]:
     """The entries of a card's Sources section (参考文献 in Chinese), one per cited work."""
-    parts = SOURCES_HEADING.split(text, maxsplit=1)
+    parts = SOURCES_SECTION.split(text, maxsplit=1)
     if len(parts) < 2:
         return []
     section = re.split(r"^## ", parts[1], maxsplit=1, flags=re.MULTILINE)[0]
@@ -313,9 +312,8 @@ class CardLibrary:
         ]
         for card in self._cards:
             texts = [card.meta.title, card.meta.summary, card.text]
-            texts += [
-                e.text for (_, card_id), e in self._editions.items() if card_id == card.meta.id
-            ]
+            texts += [e.text for lang in LANGUAGES
+                      if (e := self._editions.get((lang, card.meta.id)))]  # fmt: skip
             if names := undated(card.meta, texts):
                 missing.append(
                     f"{card.meta.id}: names {', '.join(names)} but cites no source with "
