@@ -150,6 +150,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         translations(lang)  # compiled now: a broken catalogue stops the app here, not mid-page
     problems = app.state.cards.link_problems(CALCULATOR_PAGES, DEMO_PAGES)
     problems += app.state.quiz.card_problems(c.meta.id for c in app.state.cards.all())
+    problems += app.state.quiz.section_problems(
+        {c.meta.id: c.section_ids for c in app.state.cards.all()})
+    app.state.quiz.set_card_difficulties(
+        {c.meta.id: c.meta.difficulty for c in app.state.cards.all()})
     if problems:
         raise CardError("; ".join(problems))
     # The Chinese cards and questions keep to the glossary's preferred terms.

@@ -119,6 +119,7 @@ class Card(BaseModel):
     html: str
     has_diagram: bool
     sections: list[str]  # the H2 headings, in order
+    section_ids: list[str] = Field(default_factory=list)  # their anchors, in the same order
     contents: list[Heading] = Field(default_factory=list)  # a long card's h2 and h3; else []
     answer_html: str  # the "In 30 seconds" section alone, for the cheat sheet
     text: str  # the Markdown body without front matter, for search

@@ -200,6 +200,7 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
         html=body,
         has_diagram=bool(env.get("has_diagram")),
         sections=sections,
+        section_ids=[h.id for h in _headings(md, tokens) if h.level == 2],
         contents=_headings(md, tokens) if _reading_length(tokens) >= LONG_CARD_CHARS else [],
         answer_html=answer,
         text=text,

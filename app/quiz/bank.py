@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.quiz.editions import load_editions
 from app.quiz.generators import GENERATORS
-from app.quiz.items import BankError, GeneratedItem, QuizItem
+from app.quiz.items import LEVELS, BankError, FreeResponseItem, GeneratedItem, Level, QuizItem
 
 _ITEMS = TypeAdapter(list[QuizItem])
 
@@ -26,6 +26,20 @@ class QuestionBank:
         """`editions`: translated items by (lang, id), as app.quiz.editions loads them."""
         self._by_id = {item.id: item for item in items}
         self._editions = editions or {}
+        self._card_levels: dict[str, Level] = {}
+
+    def set_card_difficulties(self, difficulty: dict[str, int]) -> None:
+        """Each card's difficulty (1-3), for the level of the items that do not set one."""
+        self._card_levels = {card: LEVELS[min(max(d, 1), 3) - 1] for card, d in difficulty.items()}
+
+    def level_of(self, item: QuizItem) -> Level:
+        """The item's own level, else its card's (a card of difficulty 2 asks mid-level)."""
+        return item.level or self._card_levels.get(item.card, "mid")
+
+    def follow_ups(self, item: QuizItem) -> list[FreeResponseItem]:
+        """The items that follow `item` directly, in the bank's order."""
+        return [f for f in self._by_id.values()
+                if isinstance(f, FreeResponseItem) and f.follows == item.id]  # fmt: skip
 
     @classmethod
     def load(cls, quiz_dir: Path) -> QuestionBank:
@@ -34,13 +48,16 @@ class QuestionBank:
         for path in sorted(quiz_dir.glob("*.yaml")):
             try:
                 raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-                by_file[path.name] = _ITEMS.validate_python(raw)
-            except (yaml.YAMLError, ValidationError, TypeError) as exc:
+                by_file[path.name] = _flattened(_ITEMS.validate_python(raw))
+            except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
                 raise BankError(f"{path.name}: {exc}") from exc
         items = [item for file_items in by_file.values() for item in file_items]
         for item in items:
             if isinstance(item, GeneratedItem) and item.generator not in GENERATORS:
                 raise BankError(f"{item.id}: unknown generator {item.generator!r}")
+            for check in getattr(item, "numbers", []):
+                if check.generator not in GENERATORS:
+                    raise BankError(f"{item.id}: unknown generator {check.generator!r}")
         seen: set[str] = set()
         for item in items:
             if item.id in seen:
@@ -69,6 +86,16 @@ class QuestionBank:
         chosen = [item for item in self._by_id.values() if item.card in order]
         return sorted(chosen, key=lambda item: order[item.card])
 
+    def section_problems(self, sections: dict[str, list[str]]) -> list[str]:
+        """Every rubric point whose `section` is not an H2 anchor of its card (`sections`:
+        each card's H2 anchors, in order)."""
+        return [
+            f"quiz item {item.id}: rubric section {point.section!r} is not a section of "
+            f"{item.card} ({', '.join(sections.get(item.card, []))})"
+            for item in self._by_id.values() if isinstance(item, FreeResponseItem)
+            for point in item.rubric if point.section not in sections.get(item.card, [])
+        ]  # fmt: skip
+
     def card_problems(self, card_ids: Iterable[str]) -> list[str]:
         """Every item whose `card` is not a card."""
         known = set(card_ids)
@@ -77,3 +104,9 @@ class QuestionBank:
             for item in self._by_id.values()
             if item.card not in known
         ]
+
+
+def _flattened(items: list[QuizItem]) -> list[QuizItem]:
+    """The file's items with each free response's follow-ups as items of their own."""
+    return [flat for item in items
+            for flat in (item.flattened() if isinstance(item, FreeResponseItem) else [item])]

@@ -20,6 +20,7 @@ from app.cards.models import LANGUAGES, Slug
 from app.quiz.items import (
     BankError,
     FlashcardItem,
+    FreeResponseItem,
     GeneratedItem,
     Markdown,
     MultipleChoiceItem,
@@ -65,8 +66,21 @@ class FlashcardEntry(_Entry):
     back: Markdown
 
 
+class FreeEntry(_Entry):
+    """A free response's words: the model answer, each rubric point in the English order, and
+    optionally the key terms as this language writes them (each may list alternatives with
+    " | ", so a Chinese answer may use the Chinese term or the English one). A follow-up is an
+    entry of its own, under its own id."""
+
+    kind: Literal["free"]
+    model_answer: Markdown
+    rubric: Annotated[list[Markdown], Field(min_length=2, max_length=8)]
+    key_terms: list[Annotated[str, Field(min_length=1, max_length=80)]] | None = None
+
+
 EditionEntry = Annotated[
-    ChoiceEntry | NumericEntry | GeneratedEntry | FlashcardEntry, Field(discriminator="kind")
+    ChoiceEntry | NumericEntry | GeneratedEntry | FlashcardEntry | FreeEntry,
+    Field(discriminator="kind"),
 ]
 _ENTRIES = TypeAdapter(list[EditionEntry])
 _PLACEHOLDER = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
@@ -98,6 +112,19 @@ def translate(item: QuizItem, entry: EditionEntry, name: str) -> QuizItem:
     elif isinstance(item, FlashcardItem):
         assert isinstance(entry, FlashcardEntry)
         words = {"back": entry.back}
+    elif isinstance(item, FreeResponseItem):
+        assert isinstance(entry, FreeEntry)
+        if len(entry.rubric) != len(item.rubric):
+            raise BankError(f"{where} has {len(item.rubric)} rubric points in English, "
+                            f"{len(entry.rubric)} here")  # fmt: skip
+        if entry.key_terms is not None and len(entry.key_terms) != len(item.key_terms):
+            raise BankError(f"{where} has {len(item.key_terms)} key terms in English, "
+                            f"{len(entry.key_terms)} here")  # fmt: skip
+        rubric = [p.model_copy(update={"point": text})
+                  for p, text in zip(item.rubric, entry.rubric, strict=True)]  # fmt: skip
+        words = {"model_answer": entry.model_answer, "rubric": rubric}
+        if entry.key_terms is not None:
+            words["key_terms"] = entry.key_terms
     else:
         assert isinstance(item, GeneratedItem)
         if _placeholders(entry.prompt) != _placeholders(item.prompt):

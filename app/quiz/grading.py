@@ -47,7 +47,7 @@ class AnswerError(ValueError):
     """A typed answer that is not a number in a unit this question takes; says what to type."""
 
 
-def _scale(typed_unit: str, item_unit: str) -> float:
+def unit_factor(typed_unit: str, item_unit: str) -> float:
     """The factor that turns a value in `typed_unit` into one in `item_unit`."""
     if typed_unit == "" or typed_unit.lower() == item_unit.lower():
         return 1.0
@@ -74,7 +74,7 @@ def parse_number(text: str, unit: str = "") -> float:
         raise AnswerError(Message(N_("type a number, e.g. 16.6 or 1.5e9"))) from exc
     if not math.isfinite(value):
         raise AnswerError(Message(N_("type a finite number")))
-    return value * _scale(match.group(2), unit) if unit else value
+    return value * unit_factor(match.group(2), unit) if unit else value
 
 
 def within_tolerance(

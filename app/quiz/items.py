@@ -38,12 +38,20 @@ class BankError(ValueError):
     """A quiz file that does not meet the format; names the file and what is wrong."""
 
 
+# How senior a question is, as interview loops grade candidates. An item without a `level`
+# takes its card's (difficulty 1, 2, 3); QuestionBank.level_of says which applies.
+Level = Literal["junior", "mid", "senior"]
+LEVELS: tuple[Level, ...] = ("junior", "mid", "senior")
+LEVEL_LABELS = {"junior": N_("junior"), "mid": N_("mid-level"), "senior": N_("senior")}
+
+
 class _Item(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Slug
     card: Slug
     prompt: Markdown
+    level: Level | None = None
 
 
 class ChoiceOption(BaseModel):
@@ -154,9 +162,113 @@ class FlashcardItem(_Item):
     back: Markdown
 
 
+class RubricPoint(BaseModel):
+    """One thing an interviewer listens for in a spoken or typed answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    point: Markdown
+    weight: Annotated[int, Field(ge=1, le=3)] = 1
+    # The anchor of the card's H2 section that teaches it ("in-30-seconds"); the loader checks
+    # it against the card, and a Chinese page links the Chinese card's section in that place.
+    section: Slug
+
+
+class NumberCheck(BaseModel):
+    """A figure the answer should state, computed by a calculator (a generator of
+    app/quiz/generators) from fixed inputs; an answer states it when any number it writes,
+    in a unit of the same kind, is within `relative_tolerance` of the calculator's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generator: str
+    inputs: dict[str, float | int]
+    unit: str
+    relative_tolerance: Annotated[float, Field(gt=0, lt=0.5)] = 0.1
+    label: Markdown  # what the figure is: "model states per GPU"
+
+    def changed(self, change: dict[str, float | int]) -> NumberCheck:
+        return self.model_copy(update={"inputs": {**self.inputs, **{
+            k: v for k, v in change.items() if k in self.inputs}}})
+
+
+class FollowUp(BaseModel):
+    """A follow-up question, graded and scheduled as an item of its own that `follows` its
+    opener. One that changes a condition ("now with ZeRO-1") names it in `change`: the
+    opener's number checks are asked again with it, so their figures are the calculator's for
+    the new case. One that asks about something else has only its own `numbers`, if any."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Slug
+    prompt: Markdown
+    model_answer: Markdown
+    rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
+    level: Level | None = None
+    minutes: Annotated[int, Field(ge=1, le=15)] = 3
+    key_terms: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(default_factory=list)
+    change: dict[str, float | int] = Field(default_factory=dict)
+    numbers: list[NumberCheck] = Field(default_factory=list)
+    inputs: list[float | int | str] = Field(default_factory=list)
+    derived: dict[float | int | str, str] = Field(default_factory=dict)
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+
+
+class FreeResponseItem(_Item):
+    """An interview question answered aloud or in writing: the learner's answer beside a model
+    answer, scored against a rubric the learner ticks plus the checks that need no judgement
+    (key terms present, figures within tolerance of the calculator). Its figures are audited
+    as a card's: its card's, the values its scenario picks (`inputs`: a 70 B model), those it
+    `derived`, and what its number checks compute."""
+
+    kind: Literal["free"]
+    kind_label: ClassVar[str] = N_("free response")
+    model_answer: Markdown
+    rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
+    minutes: Annotated[int, Field(ge=1, le=15)] = 3
+    key_terms: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(default_factory=list)
+    numbers: list[NumberCheck] = Field(default_factory=list)
+    inputs: list[float | int | str] = Field(default_factory=list)
+    # Figures computed from others, as a card's `derived` ({280: "4 * 70"}): the audit
+    # evaluates each and needs its operands accounted for.
+    derived: dict[float | int | str, str] = Field(default_factory=dict)
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+    follows: Slug | None = None  # set by the bank on a follow-up: its opener's id
+
+    @property
+    def total_weight(self) -> int:
+        return sum(p.weight for p in self.rubric)
+
+    def flattened(self) -> list[FreeResponseItem]:
+        """This item, then each follow-up (and theirs) as an item that follows its opener."""
+        items = [self.model_copy(update={"follow_ups": []})]
+        for follow in self.follow_ups:
+            # A follow-up that changes a condition asks the opener's figures again, as they
+            # are now; one that asks about something else brings its own, if any.
+            inherited = [n.changed(follow.change) for n in self.numbers] if follow.change else []
+            numbers = inherited + follow.numbers
+            unknown = set(follow.change) - {k for n in self.numbers for k in n.inputs}
+            if unknown:
+                raise ValueError(f"follow-up {follow.id}: change {sorted(unknown)} is not an "
+                                 f"input of {self.id}'s number checks")  # fmt: skip
+            child = FreeResponseItem(
+                id=follow.id, card=self.card, kind="free", prompt=follow.prompt,
+                level=follow.level or self.level, model_answer=follow.model_answer,
+                rubric=follow.rubric, minutes=follow.minutes, key_terms=follow.key_terms,
+                numbers=numbers, inputs=[*self.inputs, *follow.inputs],
+                derived={**self.derived, **follow.derived},
+                follow_ups=follow.follow_ups, follows=self.id,
+            )  # fmt: skip
+            items += child.flattened()
+        return items
+
+
 QuizItem = Annotated[
-    SingleChoiceItem | MultipleChoiceItem | NumericItem | GeneratedItem | FlashcardItem,
+    SingleChoiceItem | MultipleChoiceItem | NumericItem | GeneratedItem | FlashcardItem
+    | FreeResponseItem,
     Field(discriminator="kind"),
 ]
 # Kinds graded against a right answer (a flashcard is rated by the learner).
 GRADED_KINDS = frozenset({"single", "multiple", "numeric", "generated"})
+# What a mock interview asks: the graded kinds and free responses (scored by their rubric).
+INTERVIEW_KINDS = GRADED_KINDS | {"free"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.accounts.models import utc_now
@@ -37,6 +37,13 @@ class QuizAttempt(SQLModel, table=True):
     previous_state: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
     )
+    # A free response (issue #27): the whole answer as typed or dictated, the rubric points
+    # the learner ticked (indexes into the item's rubric) and the score they gave, 0 to 1.
+    response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    rubric_ticked: list[int] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
+    )
+    score: float | None = None
 
 
 class ItemState(SQLModel, table=True):
@@ -111,6 +118,12 @@ class DesignAttempt(SQLModel, table=True):
     # breaks_rule: the keys of app.calc.planner.RULES it broke; otherwise empty.
     rules: list[str] = Field(sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utc_now, index=True)
+    # A system-design round (issue #27): the round's id in content/design/ (then `scenario`
+    # is 0 and unused) and the whole answer sheet with each term's grade, as shown.
+    round_id: str | None = Field(default=None, max_length=80, index=True)
+    sheet: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
+    )
 
 
 class StudyGroup(SQLModel, table=True):

@@ -10,10 +10,19 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.cards.audit import audit_problems, evaluate, half_unit, numbers_in, prose_figures
+from app.cards.audit import (
+    audit_problems,
+    evaluate,
+    half_unit,
+    numbers_in,
+    prose_figures,
+    to_figure,
+)
 from app.cards.service import CardError, CardLibrary, _markdown, render_card
 from app.config import ROOT_DIR
 from app.quiz.bank import QuestionBank
+from app.quiz.free_grading import expected_value
+from app.quiz.items import FreeResponseItem
 
 CARDS_DIR = ROOT_DIR / "content" / "cards"
 
@@ -172,9 +181,35 @@ def quiz_figures_unaccounted() -> list[tuple[str, str]]:
                  ("explanation", "solution", "back", "source", "wider_because"))]  # fmt: skip
         for option in getattr(item, "options", []):
             texts += [option.text, option.explanation]
+        if isinstance(item, FreeResponseItem):
+            # A free response also states its scenario's inputs and what its number checks
+            # compute, in English and in Chinese.
+            accounted = accounted | {to_figure(v) for v in item.inputs}
+            for figure, expression in item.derived.items():
+                value, used = evaluate(expression)
+                assert abs(Decimal(repr(value)) - to_figure(figure)) <= half_unit(
+                    to_figure(figure)), f"{item.id}: derived {figure} is {expression} = {value}"
+                missing += [(item.id, f"{u} in {expression!r}") for u in used
+                            if u not in accounted and u >= 10]  # fmt: skip
+            accounted = accounted | {to_figure(f) for f in item.derived}
+            computed = [expected_value(check) for check in item.numbers]
+            for edition in (item, bank.in_language(item, "zh")):
+                texts += [edition.prompt, edition.model_answer,
+                          *(p.point for p in edition.rubric)]  # fmt: skip
+            missing += [(item.id, written) for text in texts
+                        for written, figure in numbers_in(text)
+                        if figure not in accounted and not _computed_near(figure, computed)]
+            continue
         missing += [(item.id, written) for text in texts
                     for written, figure in numbers_in(text) if figure not in accounted]  # fmt: skip
     return missing
+
+
+def _computed_near(figure: Decimal, computed: list[float]) -> bool:
+    """The figure is a calculator's value as written: rounded to its printed precision, or to
+    3 significant figures (17.5 for 17.5; 293 for 293.125)."""
+    return any(abs(float(figure) - value) <= max(float(half_unit(figure)), abs(value) * 0.005)
+               for value in computed)  # fmt: skip
 
 
 def test_every_figure_in_a_quiz_item_is_one_its_card_accounts_for() -> None:
