@@ -46,6 +46,9 @@ from app.live.worker_process import LocalWorker, keep_worker_running
 from app.logs import RequestLog, configure_logging
 from app.proxy_headers import ProxyHeaders
 from app.quiz.bank import QuestionBank
+from app.quiz.design_rounds import DesignRounds
+from app.quiz.free_grading import MAX_RESPONSE_CHARS
+from app.quiz.items import LEVEL_LABELS
 from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
 from app.ratelimit import RateLimited, limits_for
@@ -143,24 +146,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     templates.env.globals["back_to_step"] = back_to_step  # app/templating.py says why here
+    templates.env.globals["level_labels"] = LEVEL_LABELS
+    templates.env.globals["max_response_chars"] = MAX_RESPONSE_CHARS
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.
     app.state.cards = CardLibrary.load(settings.content_dir / "cards")
     app.state.quiz = QuestionBank.load(settings.content_dir / "quiz")
+    app.state.design_rounds = DesignRounds.load(
+        settings.content_dir / "design", (c.meta.id for c in app.state.cards.all())
+    )
     for lang in LOCALES:
         translations(lang)  # compiled now: a broken catalogue stops the app here, not mid-page
     problems = app.state.cards.link_problems(CALCULATOR_PAGES, DEMO_PAGES)
     problems += app.state.quiz.card_problems(c.meta.id for c in app.state.cards.all())
     problems += app.state.quiz.section_problems(
-        {c.meta.id: c.section_ids for c in app.state.cards.all()})
+        {c.meta.id: c.section_ids for c in app.state.cards.all()}
+    )
     app.state.quiz.set_card_difficulties(
-        {c.meta.id: c.meta.difficulty for c in app.state.cards.all()})
+        {c.meta.id: c.meta.difficulty for c in app.state.cards.all()}
+    )
     if problems:
         raise CardError("; ".join(problems))
     # The Chinese cards and questions keep to the glossary's preferred terms.
     chinese = [(f"cards/zh-CN/{c.meta.id}.md", f"{c.meta.title}\n{c.meta.summary}\n{c.text}")
                for c in app.state.cards.editions("zh")]  # fmt: skip
     zh_quiz = sorted((settings.content_dir / "quiz" / "zh-CN").glob("*.yaml"))
-    chinese += [(f"quiz/zh-CN/{p.name}", p.read_text(encoding="utf-8")) for p in zh_quiz]
+    zh_quiz.append(settings.content_dir / "quiz" / "labels" / "zh-CN.yaml")
+    chinese += [(f"quiz/{p.parent.name}/{p.name}", p.read_text(encoding="utf-8"))
+                for p in zh_quiz if p.exists()]  # fmt: skip
     app.state.glossary = Glossary.load(
         settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all()), chinese
     )

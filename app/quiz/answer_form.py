@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from starlette.datastructures import FormData
 
+from app.quiz.free_grading import MAX_RESPONSE_CHARS
+
 
 @dataclass(frozen=True)
 class AnswerForm:
@@ -16,6 +18,8 @@ class AnswerForm:
     rating: int | None
     duration_s: float | None
     hinted: bool
+    response: str = ""  # a free response, as typed or dictated
+    compared: bool = False  # the free response was set beside the model answer (its rubric shown)
 
 
 def _int_or_none(value: object) -> int | None:
@@ -48,4 +52,6 @@ def read_answer_form(form: FormData) -> AnswerForm:
         rating=_int_or_none(form.get("rating", "")),
         duration_s=duration,
         hinted=form.get("hinted") == "1",
+        response=str(form.get("response", ""))[:MAX_RESPONSE_CHARS],
+        compared=form.get("compared") == "1",
     )

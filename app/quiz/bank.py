@@ -108,5 +108,8 @@ class QuestionBank:
 
 def _flattened(items: list[QuizItem]) -> list[QuizItem]:
     """The file's items with each free response's follow-ups as items of their own."""
-    return [flat for item in items
-            for flat in (item.flattened() if isinstance(item, FreeResponseItem) else [item])]
+    return [
+        flat
+        for item in items
+        for flat in (item.flattened() if isinstance(item, FreeResponseItem) else [item])
+    ]

@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 
 from app.calc.messages import N_, Message
 from app.quiz.bank import QuestionBank
+from app.quiz.items import LEVEL_LABELS
 from app.quiz.models import MAX_NOTE_CHARS, ItemMark, ItemState
 from app.quiz.review_queue import states_of
 from app.text_rules import has_control_characters
@@ -41,6 +42,7 @@ class BrowserRow:
     card_title: str
     prompt: str  # plain text, cut at PROMPT_CHARS
     kind_label: str  # marked with N_(): the page translates it
+    level_label: str  # likewise: junior, mid-level or senior
     state: str  # a key of STATES
     due: datetime | None  # None for an item never answered
     reviews: int
@@ -99,7 +101,8 @@ def browser_rows(
         rows.append(
             BrowserRow(
                 item_id=item.id, card_id=item.card, card_title=title,
-                prompt=shorten(prompt), kind_label=item.kind_label, state=name,
+                prompt=shorten(prompt), kind_label=item.kind_label,
+                level_label=LEVEL_LABELS[bank.level_of(item)], state=name,
                 due=item_state.due if item_state else None,
                 reviews=item_state.reviews if item_state else 0,
                 lapses=item_state.lapses if item_state else 0,

@@ -23,7 +23,7 @@ from sqlmodel import Session
 
 from app.calc.messages import N_, Message
 from app.calc.performance import PerformanceProfile
-from app.calc.planner import RULES, Layout, LayoutCost, Rejected, why_not
+from app.calc.planner import RULES, Layout, LayoutCost, Plan, Rejected, why_not
 from app.calc.units import to_gb
 from app.quiz.layouts import SCENARIOS, TERM_TEXT, scenario_plan
 from app.quiz.models import DesignAttempt
@@ -33,12 +33,12 @@ FULL_MARKS_WITHIN = 0.05  # a step at most 5% longer than the best scores full m
 Verdict = Literal["full", "partial", "breaks_rule", "does_not_fit"]
 
 
-class DesignAnswer(BaseModel):
-    """The learner's layout, as the form sends it."""
+class LayoutFields(BaseModel):
+    """A layout's knobs as a form sends them: the mock's scenario form and a design round's
+    answer sheet (app/quiz/design_sheet.py) both."""
 
     model_config = ConfigDict(extra="ignore")
 
-    scenario: int = Field(ge=0, lt=len(SCENARIOS))
     dp: int = Field(ge=1, le=4096)
     tp: int = Field(default=1, ge=1, le=4096)
     pp: int = Field(default=1, ge=1, le=4096)
@@ -58,6 +58,12 @@ class DesignAnswer(BaseModel):
             recompute=self.recompute, micro_batch=self.micro_batch, schedule=self.schedule,
             virtual_stages=self.virtual_stages,
         )  # fmt: skip
+
+
+class DesignAnswer(LayoutFields):
+    """The learner's layout for one of the mock's scenarios."""
+
+    scenario: int = Field(ge=0, lt=len(SCENARIOS))
 
 
 DESIGN_LABELS = {
@@ -114,11 +120,15 @@ def uncertainty(profile: PerformanceProfile) -> Message:
 
 def score_design(answer: DesignAnswer) -> DesignScore:
     """The learner's layout against the planner's plan of the scenario (module docstring)."""
-    plan_ = scenario_plan(answer.scenario)
+    return score_layout(scenario_plan(answer.scenario), answer.layout())
+
+
+def score_layout(plan_: Plan, layout: Layout) -> DesignScore:
+    """A layout against any plan: a mock scenario's or a design round's cluster."""
     best = plan_.best
     if best is None:
-        raise ValueError(f"scenario {answer.scenario}: no layout fits")
-    why = why_not(plan_, answer.layout())
+        raise ValueError("no layout fits this cluster")
+    why = why_not(plan_, layout)
     if why.rejected:
         rule_template = N_("%(rule)s (%(reason)s): %(text)s")
         broken = [

@@ -140,6 +140,7 @@ def load_editions(quiz_dir: Path, items_by_file: dict[str, list[QuizItem]]
     entry may translate only the items of the English file with its name."""
     editions: dict[tuple[str, str], QuizItem] = {}
     for lang, folder in LANGUAGES.items():
+        labels = _number_labels(quiz_dir / "labels" / f"{folder}.yaml")
         for path in sorted((quiz_dir / folder).glob("*.yaml")):
             name = f"{folder}/{path.name}"
             if path.name not in items_by_file:
@@ -155,5 +156,33 @@ def load_editions(quiz_dir: Path, items_by_file: dict[str, list[QuizItem]]
                     raise BankError(f"{name}: {path.name} has no item {entry.id!r}")
                 if (lang, entry.id) in editions:
                     raise BankError(f"{name}: item {entry.id!r} is translated twice")
-                editions[lang, entry.id] = translate(english[entry.id], entry, name)
+                edition = translate(english[entry.id], entry, name)
+                if isinstance(edition, FreeResponseItem) and edition.numbers:
+                    edition = _with_labels(edition, labels, name)
+                editions[lang, entry.id] = edition
     return editions
+
+
+def _number_labels(path: Path) -> dict[str, str]:
+    """A language's words for the free responses' number-check labels (English: theirs), one
+    table for the bank, since the same label recurs in many items and their follow-ups."""
+    if not path.exists():
+        return {}
+    try:
+        table = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise BankError(f"labels/{path.name}: {exc}") from exc
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in table.items()
+    ):
+        raise BankError(f"labels/{path.name}: a mapping of English label to its words")
+    return table
+
+
+def _with_labels(item: FreeResponseItem, labels: dict[str, str], name: str) -> FreeResponseItem:
+    missing = [n.label for n in item.numbers if n.label not in labels]
+    if missing:
+        raise BankError(f"{name}: item {item.id!r}: no words for the number label(s) {missing} "
+                        "in labels/")  # fmt: skip
+    numbers = [n.model_copy(update={"label": labels[n.label]}) for n in item.numbers]
+    return item.model_copy(update={"numbers": numbers})

@@ -162,6 +162,10 @@ class FlashcardItem(_Item):
     back: Markdown
 
 
+# A term the answer should use; " | " separates its spellings ("micro-batch | micro-batches").
+KeyTerm = Annotated[str, Field(min_length=1, max_length=80)]
+
+
 class RubricPoint(BaseModel):
     """One thing an interviewer listens for in a spoken or typed answer."""
 
@@ -188,8 +192,11 @@ class NumberCheck(BaseModel):
     label: Markdown  # what the figure is: "model states per GPU"
 
     def changed(self, change: dict[str, float | int]) -> NumberCheck:
-        return self.model_copy(update={"inputs": {**self.inputs, **{
-            k: v for k, v in change.items() if k in self.inputs}}})
+        return self.model_copy(
+            update={
+                "inputs": {**self.inputs, **{k: v for k, v in change.items() if k in self.inputs}}
+            }
+        )
 
 
 class FollowUp(BaseModel):
@@ -206,7 +213,7 @@ class FollowUp(BaseModel):
     rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
     level: Level | None = None
     minutes: Annotated[int, Field(ge=1, le=15)] = 3
-    key_terms: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(default_factory=list)
+    key_terms: list[KeyTerm] = Field(default_factory=list)
     change: dict[str, float | int] = Field(default_factory=dict)
     numbers: list[NumberCheck] = Field(default_factory=list)
     inputs: list[float | int | str] = Field(default_factory=list)
@@ -226,7 +233,7 @@ class FreeResponseItem(_Item):
     model_answer: Markdown
     rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
     minutes: Annotated[int, Field(ge=1, le=15)] = 3
-    key_terms: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(default_factory=list)
+    key_terms: list[KeyTerm] = Field(default_factory=list)
     numbers: list[NumberCheck] = Field(default_factory=list)
     inputs: list[float | int | str] = Field(default_factory=list)
     # Figures computed from others, as a card's `derived` ({280: "4 * 70"}): the audit
@@ -264,7 +271,11 @@ class FreeResponseItem(_Item):
 
 
 QuizItem = Annotated[
-    SingleChoiceItem | MultipleChoiceItem | NumericItem | GeneratedItem | FlashcardItem
+    SingleChoiceItem
+    | MultipleChoiceItem
+    | NumericItem
+    | GeneratedItem
+    | FlashcardItem
     | FreeResponseItem,
     Field(discriminator="kind"),
 ]

@@ -50,15 +50,24 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
-def scenario_request(index: int) -> PlanRequest:
-    s = SCENARIOS[index]
+def request_for(s: Scenario, token_budget: float = TOKEN_BUDGET) -> PlanRequest:
+    """The planner's request for a scenario; a design round (app/quiz/design_rounds.py) gives
+    its own token budget, since its days are graded."""
     machines = cluster(s.accelerator, s.gpu, 8, s.nodes, s.intra_node, s.inter_node)
-    return plan_request(s.model, machines, s.global_batch_tokens, s.seq_len, TOKEN_BUDGET)
+    return plan_request(s.model, machines, s.global_batch_tokens, s.seq_len, token_budget)
 
 
-@lru_cache(maxsize=len(SCENARIOS))
+@lru_cache(maxsize=64)  # the mock's scenarios and the design rounds' clusters
+def plan_for(s: Scenario, token_budget: float = TOKEN_BUDGET) -> Plan:
+    return plan(request_for(s, token_budget))
+
+
+def scenario_request(index: int) -> PlanRequest:
+    return request_for(SCENARIOS[index])
+
+
 def scenario_plan(index: int) -> Plan:
-    return plan(scenario_request(index))
+    return plan_for(SCENARIOS[index])
 
 
 def scenario_fields(index: int) -> dict[str, str]:
@@ -83,7 +92,11 @@ def scenario_fields(index: int) -> dict[str, str]:
 def planner_url(scenario: int, layout: Layout | None = None) -> str:
     """The planner page (app/calculators/planner_router.py) on this scenario, and optionally
     one layout for its "why not"; the page's query fields are app.calc.planner_query's."""
-    s = SCENARIOS[scenario]
+    return planner_url_for(SCENARIOS[scenario], layout)
+
+
+def planner_url_for(s: Scenario, layout: Layout | None = None) -> str:
+    """planner_url for any scenario, a design round's among them."""
     query: dict[str, object] = {
         "preset": s.model, "gpu": s.accelerator, "gpus_per_node": 8, "nodes": s.nodes,
         "intra_node": s.intra_node, "inter_node": s.inter_node,

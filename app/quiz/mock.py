@@ -20,7 +20,7 @@ from app.accounts.models import User
 from app.calc.messages import N_, Message
 from app.db import get_row
 from app.quiz.bank import QuestionBank
-from app.quiz.items import GRADED_KINDS, GeneratedItem
+from app.quiz.items import INTERVIEW_KINDS, LEVELS, GeneratedItem, QuizItem
 from app.quiz.models import MockInterview, QuizAttempt
 from app.quiz.review_queue import askable_items
 from app.quiz.service import Question, question_for
@@ -30,16 +30,46 @@ ENDED_AT = "ended_at"
 
 
 class MockSettings(BaseModel):
-    """The start form: how many questions, how many minutes, optionally one topic."""
+    """The start form: how many questions, how many minutes, optionally one topic; the level
+    to mix the questions to, and whether to ask everything or only spoken answers."""
 
     model_config = ConfigDict(extra="ignore")
 
     questions: int = Field(default=8, ge=3, le=30)
     minutes: int = Field(default=20, ge=1, le=120)
     topic: str = Field(default="", max_length=80)
+    level: Literal["any", "junior", "mid", "senior"] = "any"
+    style: Literal["mixed", "spoken"] = "mixed"
 
 
-MOCK_LABELS = {"questions": "Questions", "minutes": "Minutes", "topic": "Topic"}
+MOCK_LABELS = {"questions": "Questions", "minutes": "Minutes", "topic": "Topic",
+               "level": "Level", "style": "Questions to ask"}  # fmt: skip
+
+# How often an item of each level is drawn for a chosen level: mostly that level, some of the
+# next one either side, none two away (a junior loop asks no senior question).
+LEVEL_WEIGHTS = {
+    "junior": {"junior": 3.0, "mid": 1.0, "senior": 0.0},
+    "mid": {"junior": 1.0, "mid": 3.0, "senior": 1.0},
+    "senior": {"junior": 0.0, "mid": 1.0, "senior": 3.0},
+}
+assert all(set(w) == set(LEVELS) for w in LEVEL_WEIGHTS.values())
+
+
+def _weighted_order(items: list[QuizItem], weight: dict[str, float], bank: QuestionBank,
+                    rng: random.Random) -> list[QuizItem]:  # fmt: skip
+    """A random order in which an item of weight w comes early w times as often (Efraimidis
+    and Spirakis's keys, u^(1/w)); items of weight 0 are left out."""
+    keyed = [(rng.random() ** (1 / w), item) for item in items
+             if (w := weight[bank.level_of(item)]) > 0]  # fmt: skip
+    return [item for _, item in sorted(keyed, key=lambda pair: pair[0], reverse=True)]
+
+
+def _with_follow_ups(item: QuizItem, bank: QuestionBank) -> list[QuizItem]:
+    """The item, then its follow-ups and theirs, in the order an interviewer asks them."""
+    chain = [item]
+    for follow in bank.follow_ups(item):
+        chain += _with_follow_ups(follow, bank)
+    return chain
 
 
 class NotEnoughItems(ValueError):
@@ -52,24 +82,42 @@ class MockClosed(ValueError):
 
 def start_mock(
     session: Session, user: User, bank: QuestionBank, card_ids: list[str], n: int,
-    minutes: int, rng: random.Random,
+    minutes: int, rng: random.Random, level: str = "any", style: str = "mixed",
 ) -> MockInterview:  # fmt: skip
-    """Draws n graded items, spread over as many cards as possible (one per card first); the
-    items the learner suspended are not drawn."""
+    """Draws n questions, spread over as many cards as possible (one per card first), mixed to
+    `level` (LEVEL_WEIGHTS); the items the learner suspended are not drawn. A free response
+    drawn brings its follow-ups right after it, as an interviewer asks them; `spoken` asks free
+    responses only, openers with follow-ups first."""
     assert user.id is not None
     askable = askable_items(session, user.id, bank, card_ids)
-    pool = [item for item in askable if item.kind in GRADED_KINDS]
-    if len(pool) < n:
-        raise NotEnoughItems(
-            Message(N_("this topic has %(n)s graded questions; ask for at most that"), n=len(pool))
-        )
+    kinds = {"free"} if style == "spoken" else INTERVIEW_KINDS
+    pool = [item for item in askable
+            if item.kind in kinds and getattr(item, "follows", None) is None]  # fmt: skip
     rng.shuffle(pool)
-    first_per_card: dict[str, object] = {}
-    for item in pool:
-        first_per_card.setdefault(item.card, item)
-    spread = list(first_per_card.values()) + [i for i in pool if i not in first_per_card.values()]
-    chosen = spread[:n]
-    rng.shuffle(chosen)
+    if level in LEVEL_WEIGHTS:
+        pool = _weighted_order(pool, LEVEL_WEIGHTS[level], bank, rng)
+    if style == "spoken":  # an opener with follow-ups first: the interview is the chain
+        pool.sort(key=lambda item: not bank.follow_ups(item))
+    suspended_or_gone = {i.id for i in bank.all()} - {i.id for i in askable}
+    chains = [[i for i in _with_follow_ups(item, bank) if i.id not in suspended_or_gone]
+              for item in pool]  # fmt: skip
+    if sum(len(chain) for chain in chains) < n:
+        available = sum(len(chain) for chain in chains)
+        raise NotEnoughItems(
+            Message(N_("this topic has %(n)s graded questions; ask for at most that"), n=available)
+        )
+    first_per_card: dict[str, list[QuizItem]] = {}
+    for chain in chains:
+        first_per_card.setdefault(chain[0].card, chain)
+    spread = list(first_per_card.values()) + [c for c in chains
+                                              if c is not first_per_card[c[0].card]]  # fmt: skip
+    picked: list[list[QuizItem]] = []
+    for chain in spread:
+        if sum(len(c) for c in picked) >= n:
+            break
+        picked.append(chain)
+    rng.shuffle(picked)
+    chosen = [item for chain in picked for item in chain][:n]
     questions = []
     for item in chosen:
         inputs = {}

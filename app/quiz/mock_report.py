@@ -3,13 +3,16 @@ spent on it, and per card the strengths and the gaps to review next."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
 from sqlmodel import Session
 
+from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
+from app.quiz.free_view import RubricRow, rubric_rows
+from app.quiz.items import FreeResponseItem
 from app.quiz.mock import (
     ENDED_AT,
     SKIPPED_AT,
@@ -48,6 +51,11 @@ class AnswerResult:
     prompt: str  # Markdown, placeholders filled
     outcome: QuestionOutcome
     duration_s: float | None  # answered or skipped: the time it was on screen
+    level: str = "mid"  # app.quiz.items.LEVELS
+    score: float | None = None  # a free response: its rubric score, 0 to 1
+    # A free response: the rubric points it did not make, each with its card section.
+    missed: list[RubricRow] = field(default_factory=list)
+    follow_up: bool = False  # asked as a follow-up of the question before
 
 
 @dataclass(frozen=True)
@@ -119,8 +127,17 @@ def _finished_at(mock: MockInterview, attempts: dict[int, QuizAttempt], now: dat
     return min(max(moments, default=now), deadline(mock))
 
 
+def _missed(cards: CardLibrary | None, item: object, attempt: QuizAttempt | None,
+            lang: str) -> list[RubricRow]:  # fmt: skip
+    if cards is None or not isinstance(item, FreeResponseItem) or attempt is None:
+        return []
+    ticked = set(attempt.rubric_ticked or [])
+    return [row for row in rubric_rows(cards, item, lang) if row.index not in ticked]
+
+
 def report(session: Session, mock: MockInterview, bank: QuestionBank, titles: dict[str, str],
-           now: datetime | None = None, lang: str = "en") -> MockReport:  # fmt: skip
+           now: datetime | None = None, lang: str = "en",
+           cards: CardLibrary | None = None) -> MockReport:  # fmt: skip
     now = now or datetime.now(UTC)
     attempts = answered(session, mock)
     per_card: dict[str, list[int]] = {}
@@ -140,6 +157,12 @@ def report(session: Session, mock: MockInterview, bank: QuestionBank, titles: di
                 prompt=_prompt(bank, spec, lang),
                 outcome=outcome,
                 duration_s=_duration_s(attempt, spec),
+                level=bank.level_of(item) if item else "mid",
+                score=attempt.score if attempt is not None else None,
+                missed=_missed(
+                    cards, bank.in_language(item, lang) if item else None, attempt, lang
+                ),  # fmt: skip
+                follow_up=bool(getattr(item, "follows", None)),
             )
         )
     results = [CardResult(c, titles.get(c, c), r, a) for c, (r, a) in per_card.items()]

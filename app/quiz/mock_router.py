@@ -67,7 +67,8 @@ def mock_start(
     try:
         card_ids = topic_cards(request.app.state.cards, settings.topic)
         mock = start_mock(session, user, request.app.state.quiz, card_ids, settings.questions,
-                          settings.minutes, random.Random())  # fmt: skip
+                          settings.minutes, random.Random(), settings.level,
+                          settings.style)  # fmt: skip
     except (UnknownTopic, NotEnoughItems) as exc:
         return _start_page(request, 422, errors=[say(words_of(exc))])
     return RedirectResponse(f"/mock/{mock.id}", status_code=303)
@@ -97,7 +98,8 @@ def _report_page(
 ) -> HTMLResponse:  # fmt: skip
     lang = request_language(request)
     titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
-    mock_report = report(session, mock, request.app.state.quiz, titles, lang=lang)
+    mock_report = report(session, mock, request.app.state.quiz, titles, lang=lang,
+                         cards=request.app.state.cards)  # fmt: skip
     context = {"mock": mock, "report": mock_report, **extra}
     return templates.TemplateResponse(request, "quiz/mock_report.html", context, status_code)
 
@@ -167,7 +169,8 @@ def mock_answer(
     asked, question = current
     try:
         outcome = grade(question, fields.answer, fields.picked, fields.rating,
-                        fields.duration_s, fields.hinted)  # fmt: skip
+                        fields.duration_s, fields.hinted, fields.response,
+                        fields.compared)  # fmt: skip
     except AnswerError as exc:
         return _question_page(request, session, mock, *current, 422,
                               shown_at=form.get("shown_at", ""),

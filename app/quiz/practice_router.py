@@ -114,7 +114,8 @@ def practice_answer(
     context |= {"question": question, "next_url": next_url}
     try:
         outcome = grade(question, fields.answer, fields.picked, fields.rating,
-                        fields.duration_s, fields.hinted)  # fmt: skip
+                        fields.duration_s, fields.hinted, fields.response,
+                        fields.compared)  # fmt: skip
     except AnswerError as exc:
         return templates.TemplateResponse(
             request, template, {**context, "answer_error": say(words_of(exc))}, status_code=422

@@ -33,6 +33,7 @@ from app.db import SQLITE_INTEGERS
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.design_run import DesignAnswer, Verdict
+from app.quiz.free_grading import MAX_RESPONSE_CHARS
 from app.quiz.layouts import SCENARIOS
 from app.quiz.models import (
     MAX_NEW_PER_DAY,
@@ -88,6 +89,9 @@ class ExportedState(_Strict):
         return checked_card(value).to_dict()
 
 
+RubricIndex = Annotated[int, Field(ge=0, lt=8)]  # an item has at most 8 rubric points
+
+
 class ExportedAttempt(_Strict):
     item_id: Annotated[str, Field(min_length=1, max_length=100)]
     kind: Annotated[str, Field(max_length=20)]
@@ -101,6 +105,10 @@ class ExportedAttempt(_Strict):
     rating: Annotated[int, Field(ge=1, le=4)] | None
     duration_ms: StoredCount | None
     created_at: FileTime
+    # A free response (files from before issue #27 have none of these).
+    response: Annotated[str, Field(max_length=MAX_RESPONSE_CHARS)] | None = None
+    rubric_ticked: Annotated[list[RubricIndex], Field(max_length=8)] | None = None
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
 
 
 class ExportedGoal(_Strict):
@@ -118,6 +126,9 @@ class ExportedDesign(_Strict):
     verdict: Verdict
     rules: list[str]
     created_at: FileTime
+    # A system-design round's id and answer sheet (issue #27); None for a "design the run".
+    round_id: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    sheet: dict[str, Any] | None = None
 
     @field_validator("rules")
     @classmethod
@@ -130,6 +141,8 @@ class ExportedDesign(_Strict):
     @model_validator(mode="after")
     def _a_layout_the_page_would_take(self) -> ExportedDesign:
         # The page's own form model, so an imported layout re-opens and re-scores as typed.
+        if self.round_id is not None:  # a round's sheet is kept as it was graded
+            return self
         try:
             DesignAnswer.model_validate({**self.layout, "scenario": self.scenario})
         except ValidationError as exc:

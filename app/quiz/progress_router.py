@@ -64,7 +64,13 @@ def _page(
     questions = {item_id: re.sub(r"\{\w+\}", "…", p) for item_id, p in prompts.items()}
     titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
     designs = recent_designs(session, user.id)
-    scenarios = {d.scenario: scenario_fields(d.scenario) for d in designs}
+    scenarios = {d.scenario: scenario_fields(d.scenario) for d in designs if not d.round_id}
+    # A system-design round is named by its title; one removed since, by its id.
+    rounds = request.app.state.design_rounds
+    round_titles = {
+        d.round_id: (found.words(lang).title if (found := rounds.get(d.round_id)) else d.round_id)
+        for d in designs if d.round_id
+    }  # fmt: skip
     now = datetime.now(UTC)
     context = {
         "progress": progress,
@@ -73,6 +79,7 @@ def _page(
         "attempts": attempts_of(session, user, limit=50),
         "designs": designs,
         "scenarios": scenarios,
+        "round_titles": round_titles,
         "chart_json": json.dumps(chart),
         # The settings form shows the saved value, or what was typed when it was refused.
         "new_per_day": new_per_day_of(session, user.id),

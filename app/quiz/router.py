@@ -23,6 +23,7 @@ from app.quiz.answer_form import read_answer_form
 from app.quiz.bank import QuestionBank
 from app.quiz.browser_router import router as browser_router
 from app.quiz.design_router import router as design_router
+from app.quiz.free_router import router as free_router
 from app.quiz.grading import AnswerError
 from app.quiz.groups_router import router as groups_router
 from app.quiz.items import GeneratedItem
@@ -55,7 +56,14 @@ from app.security import CurrentUser
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
-for _sub in (progress_router, groups_router, design_router, mock_router, browser_router):
+for _sub in (
+    progress_router,
+    groups_router,
+    design_router,
+    mock_router,
+    browser_router,
+    free_router,
+):
     router.include_router(_sub)
 
 # Labels are translated where the page shows them.
@@ -179,7 +187,8 @@ def answer(
     template = "quiz/_result.html" if partial else "quiz/question.html"
     try:
         outcome = grade(question, fields.answer, fields.picked, fields.rating,
-                        fields.duration_s, fields.hinted)  # fmt: skip
+                        fields.duration_s, fields.hinted, fields.response,
+                        fields.compared)  # fmt: skip
     except AnswerError as exc:
         return templates.TemplateResponse(
             request, template, {**context, "answer_error": say(words_of(exc))}, status_code=422

@@ -20,10 +20,12 @@ from sqlmodel import Session, col, delete, select
 
 from app.accounts.models import User
 from app.calc.messages import N_, Message
+from app.quiz.free_grading import AutoChecks, auto_checks, rating_for_score, rubric_score
 from app.quiz.generators import GENERATORS, Solution
 from app.quiz.grading import AnswerError, grade_choice, parse_number, within_tolerance
 from app.quiz.items import (
     FlashcardItem,
+    FreeResponseItem,
     GeneratedItem,
     MultipleChoiceItem,
     NumericItem,
@@ -66,6 +68,10 @@ class Outcome:
     answer_text: str = ""
     picked: frozenset[int] = frozenset()
     duration_ms: int | None = None
+    # A free response: the whole answer, its automatic checks and the score with the rubric.
+    response: str | None = None
+    checks: AutoChecks | None = None
+    score: float | None = None
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -119,10 +125,17 @@ def grade(
     self_rating: int | None,
     duration_s: float | None,
     hinted: bool,
+    response: str = "",
+    compared: bool = True,
 ) -> Outcome:
-    """Grades what the form sent for this question's kind; AnswerError says what to fix."""
+    """Grades what the form sent for this question's kind; AnswerError says what to fix. A free
+    response is `response`, with the rubric points the learner ticked in `picked`."""
     item = question.item
     duration_ms = None if duration_s is None else int(duration_s * 1000)
+    if isinstance(item, FreeResponseItem):
+        if not compared:
+            raise AnswerError(Message(N_("compare your answer with the model answer first")))
+        return grade_free(item, response, picked, duration_s)
     if isinstance(item, FlashcardItem):
         if self_rating not in (1, 2, 3, 4):
             raise AnswerError(Message(N_("rate yourself: Again, Hard, Good or Easy")))
@@ -154,6 +167,23 @@ def grade(
     rating = rating_for_answer(item.kind, correct, duration_s, hinted)
     return Outcome(correct, rating, answer=value, expected=expected, answer_text=answer.strip(),
                    duration_ms=duration_ms)  # fmt: skip
+
+
+def grade_free(
+    item: FreeResponseItem, response: str, ticked: set[int], duration_s: float | None
+) -> Outcome:
+    """The answer's automatic checks, the ticked rubric weights, the score and its rating."""
+    if not response.strip():
+        raise AnswerError(Message(N_("write or dictate your answer first")))
+    if any(not 0 <= i < len(item.rubric) for i in ticked):
+        raise AnswerError(Message(N_("that rubric point is not one of this question's")))
+    checks = auto_checks(item, response)
+    score = rubric_score(item, ticked, checks)
+    rating = rating_for_score(score, duration_s, item.minutes)
+    return Outcome(rating != Rating.Again, rating, answer_text=response.strip()[:200],
+                   picked=frozenset(ticked), duration_ms=None if duration_s is None
+                   else int(duration_s * 1000), response=response.strip(), checks=checks,
+                   score=score)  # fmt: skip
 
 
 def _state_for(session: Session, user_id: int, item_id: str) -> ItemState | None:
@@ -244,6 +274,9 @@ def record_answer(
             mock_id=mock_id,
             created_at=now,
             previous_state=_state_before(before),
+            response=outcome.response,
+            rubric_ticked=sorted(outcome.picked) if outcome.response is not None else None,
+            score=outcome.score,
         )
         session.add(attempt)
         state = _apply_review(session, before, user.id, item.id, outcome.rating, now)

@@ -188,7 +188,8 @@ def quiz_figures_unaccounted() -> list[tuple[str, str]]:
             for figure, expression in item.derived.items():
                 value, used = evaluate(expression)
                 assert abs(Decimal(repr(value)) - to_figure(figure)) <= half_unit(
-                    to_figure(figure)), f"{item.id}: derived {figure} is {expression} = {value}"
+                    to_figure(figure)
+                ), f"{item.id}: derived {figure} is {expression} = {value}"
                 missing += [(item.id, f"{u} in {expression!r}") for u in used
                             if u not in accounted and u >= 10]  # fmt: skip
             accounted = accounted | {to_figure(f) for f in item.derived}
@@ -196,9 +197,12 @@ def quiz_figures_unaccounted() -> list[tuple[str, str]]:
             for edition in (item, bank.in_language(item, "zh")):
                 texts += [edition.prompt, edition.model_answer,
                           *(p.point for p in edition.rubric)]  # fmt: skip
-            missing += [(item.id, written) for text in texts
-                        for written, figure in numbers_in(text)
-                        if figure not in accounted and not _computed_near(figure, computed)]
+            missing += [
+                (item.id, written)
+                for text in texts
+                for written, figure in numbers_in(text)
+                if figure not in accounted and not _computed_near(figure, computed)
+            ]
             continue
         missing += [(item.id, written) for text in texts
                     for written, figure in numbers_in(text) if figure not in accounted]  # fmt: skip

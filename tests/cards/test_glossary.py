@@ -59,6 +59,9 @@ def test_every_chinese_card_and_question_keeps_to_the_glossary(glossary: Glossar
     texts = sorted((root / "cards" / "zh-CN").glob("*.md")) + sorted(
         (root / "quiz" / "zh-CN").glob("*.yaml")
     )
+    texts += [root / "quiz" / "labels" / "zh-CN.yaml"] + sorted(
+        (root / "design" / "zh-CN").glob("*.yaml")
+    )
     problems = [f"{p.name}: {problem}" for p in texts
                 for problem in edition_wording_problems(glossary.terms,
                                                         p.read_text(encoding="utf-8"))]  # fmt: skip
