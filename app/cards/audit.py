@@ -121,7 +121,7 @@ def half_unit(figure: Decimal) -> Decimal:
     return Decimal(1).scaleb(int(exponent)) / 2
 
 
-def _unit_constant(figure: Decimal) -> bool:
+def unit_constant(figure: Decimal) -> bool:
     """Numbers arithmetic may use without a source: unit conversions and small counts."""
     if figure != figure.to_integral_value() or figure < 0:
         return False
@@ -153,6 +153,6 @@ def audit_problems(
         if abs(Decimal(repr(result)) - figure) > half_unit(figure) * Decimal("1.000001"):
             problems.append(f"derived {figure}: {expression} = {result:.6g}, which does not "
                             f"round to {figure}")  # fmt: skip
-        strays = [u for u in used if u not in covered and not _unit_constant(u)]
+        strays = [u for u in used if u not in covered and not unit_constant(u)]
         problems += [f"derived {figure}: {u} in {expression!r} has no source" for u in strays]
     return problems
