@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 import yaml
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from app.config import ROOT_DIR, Settings
@@ -169,3 +171,21 @@ def answers(url: str) -> bool:
         return httpx.get(url, timeout=5).status_code == 200
     except httpx.TransportError:
         return False
+
+
+def api_routes(routes: list, prefix: str = "") -> list[APIRoute]:
+    """Every APIRoute of the app, including those of included routers (FastAPI 0.163 keeps
+    them apart), each with its whole path: a router included inside another keeps its own
+    prefix in its routes and the outer one in the include, so the walk puts them together."""
+    found = []
+    for route in routes:
+        if isinstance(route, APIRoute):
+            if prefix:
+                route = copy.copy(route)
+                route.path = prefix + route.path
+            found.append(route)
+        elif hasattr(route, "original_router"):
+            context = getattr(route, "include_context", None)
+            outer = getattr(context, "prefix", "") or ""
+            found += api_routes(route.original_router.routes, prefix + outer)
+    return found

@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from app.db import SessionDep
 from app.forms import SubmittedForm
+from app.i18n import N_
 from app.language import request_language
 from app.quiz.design_keys import filled, input_figures, round_figures
 from app.quiz.design_rounds import DesignRound, DesignRounds
@@ -27,7 +28,7 @@ def _bank(request: Request) -> DesignRounds:
 def _round(request: Request, round_id: str) -> DesignRound:
     round_ = _bank(request).get(round_id)
     if round_ is None:
-        raise HTTPException(404, "no such design round")
+        raise HTTPException(404, N_("no such design round"))
     return round_
 
 
@@ -69,8 +70,10 @@ def round_answer(
     not recorded."""
     round_ = _round(request, round_id)
     sheet, errors = parse_sheet(round_, form)
-    values = {k: v for k, v in form.items() if k != "watch"}
-    ticked = {int(i) for i in form.getlist("watch") if i.isdigit()}
+    # Text fields only: a file sent in a field's name is no answer to it.
+    values = {k: v for k, v in form.items() if k != "watch" and isinstance(v, str)}
+    ticked = {int(i) for i in form.getlist("watch") if isinstance(i, str) and i.isdigit()
+              and len(i) <= 2}  # fmt: skip
     if sheet is None:
         return _page(request, round_, 422, errors=errors, values=values, ticked=ticked)
     result = grade_sheet(round_, sheet)

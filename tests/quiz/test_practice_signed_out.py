@@ -14,7 +14,7 @@ from sqlmodel import Session, func, select
 
 from app.journey.syllabus import syllabus_order
 from app.quiz.bank import QuestionBank
-from app.quiz.items import GeneratedItem
+from app.quiz.items import FreeResponseItem, GeneratedItem
 from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.rendering import markdown_inline_html
 from app.quiz.service import question_for
@@ -51,6 +51,10 @@ def _answer(bank: QuestionBank, page: str, right: bool) -> dict[str, object]:
     fields: dict[str, object] = {"item_id": item.id, "shown_at": str(int(time.time() * 1000))}
     if item.kind == "flashcard":
         return fields | {"rating": "3" if right else "1"}
+    if isinstance(item, FreeResponseItem):  # compared, then every rubric point or none ticked
+        said = item.model_answer if right else "I do not know."
+        ticked = [str(i) for i in range(len(item.rubric))] if right else []
+        return fields | {"response": said, "compared": "1", "option": ticked}
     if item.kind in ("single", "multiple"):
         options = [str(i) for i, o in enumerate(item.options) if o.correct == right]
         return fields | {"option": options if item.kind == "multiple" else options[0]}

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from app.security import CSRF_EXEMPT_PREFIXES
-from tests.utils import csrf_token, register
+from tests.utils import api_routes, csrf_token, register
 
 
 def test_a_post_without_the_token_is_refused_with_a_clear_message(client: TestClient) -> None:
@@ -71,23 +70,12 @@ def test_every_form_that_posts_carries_the_token(client: TestClient) -> None:
             assert 'name="csrf_token"' in form, (path, form[:200])
 
 
-def _api_routes(routes: list) -> list[APIRoute]:
-    """Every APIRoute, including those of included routers (FastAPI 0.163 keeps them apart)."""
-    found = []
-    for route in routes:
-        if isinstance(route, APIRoute):
-            found.append(route)
-        elif hasattr(route, "original_router"):
-            found += _api_routes(route.original_router.routes)
-    return found
-
-
 def test_every_state_changing_route_is_guarded(client: TestClient) -> None:
     """Walks the app's routes: a POST/PUT/PATCH/DELETE without a token never reaches a route
     (except the pure calculator APIs, which read no session and change nothing)."""
     client.get("/login")
     checked = 0
-    for route in _api_routes(client.app.routes):
+    for route in api_routes(client.app.routes):
         for method in route.methods - {"GET", "HEAD", "OPTIONS"}:
             path = re.sub(r"\{[^}]+\}", "1", route.path)
             if path.startswith(CSRF_EXEMPT_PREFIXES):

@@ -47,7 +47,7 @@ from app.config import ROOT_DIR
 from app.main import create_app
 from app.quiz.items import GeneratedItem
 from app.ratelimit import SlidingWindow, parse_rate
-from tests.utils import log_in, make_settings, refresh_csrf, register
+from tests.utils import api_routes, log_in, make_settings, refresh_csrf, register
 
 PASSWORD = "correct horse battery"
 PEOPLE = ("learner", "root", "anonymous")  # root is the admin
@@ -62,7 +62,9 @@ KNOWN_FORMS = {
     "/cards/{card_id}/check", "/calculators/planner/calibrate",
     "/quiz/answer", "/quiz/undo", "/practice/answer",
     "/quiz/browse/{item_id}/suspend", "/quiz/browse/{item_id}/note",
-    "/mock", "/mock/design", "/mock/{mock_id}/answer", "/mock/{mock_id}/skip",
+    "/quiz/compare",
+    "/mock", "/mock/design", "/mock/design/rounds/{round_id}", "/mock/{mock_id}/answer",
+    "/mock/{mock_id}/skip",
     "/mock/{mock_id}/end",
     "/progress/settings", "/progress/import", "/plan",
     "/groups", "/groups/join", "/groups/{group_id}/sharing", "/groups/{group_id}/leave",
@@ -96,6 +98,7 @@ MAY_SIGN_OUT = {
 # The pages whose forms are read as starting points, as whom (the mock's id is filled in).
 PAGES = {
     "learner": ["/", "/quiz", "/quiz?mode=practice", "/mock", "/mock/design", "/mock/{mock}",
+                "/mock/design/rounds/llama3-8b-h100-pretrain",
                 "/progress", "/plan", "/groups", "/groups/{group}", "/account", "/quiz/browse",
                 "/calculators/planner"],
     "root": ["/admin"],
@@ -106,22 +109,11 @@ CASES: Counter[str] = Counter()
 STATUSES: dict[str, Counter[int]] = {}
 
 
-def _api_routes(routes: list) -> list[APIRoute]:
-    """Every APIRoute, including those of included routers (FastAPI 0.163 keeps them apart)."""
-    found = []
-    for route in routes:
-        if isinstance(route, APIRoute):
-            found.append(route)
-        elif hasattr(route, "original_router"):
-            found += _api_routes(route.original_router.routes)
-    return found
-
-
 def form_routes(app: FastAPI) -> dict[str, APIRoute]:
     documented = set(app.openapi()["paths"])
     return {
         route.path: route
-        for route in _api_routes(app.routes)
+        for route in api_routes(app.routes)
         if route.methods & STATE_CHANGING
         and not route.path.startswith("/api/")
         and route.path not in documented
