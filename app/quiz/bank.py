@@ -27,6 +27,12 @@ class QuestionBank:
         self._by_id = {item.id: item for item in items}
         self._editions = editions or {}
         self._card_levels: dict[str, Level] = {}
+        # Each opener's follow-ups, in the bank's order: a mock interview asks for them per
+        # item drawn, so they are found once here rather than by a scan each time.
+        self._follow_ups: dict[str, list[FreeResponseItem]] = {}
+        for item in items:
+            if isinstance(item, FreeResponseItem) and item.follows:
+                self._follow_ups.setdefault(item.follows, []).append(item)
 
     def set_card_difficulties(self, difficulty: dict[str, int]) -> None:
         """Each card's difficulty (1-3), for the level of the items that do not set one."""
@@ -38,8 +44,7 @@ class QuestionBank:
 
     def follow_ups(self, item: QuizItem) -> list[FreeResponseItem]:
         """The items that follow `item` directly, in the bank's order."""
-        return [f for f in self._by_id.values()
-                if isinstance(f, FreeResponseItem) and f.follows == item.id]  # fmt: skip
+        return list(self._follow_ups.get(item.id, []))
 
     @classmethod
     def load(cls, quiz_dir: Path) -> QuestionBank:

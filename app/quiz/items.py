@@ -199,37 +199,12 @@ class NumberCheck(BaseModel):
         )
 
 
-class FollowUp(BaseModel):
-    """A follow-up question, graded and scheduled as an item of its own that `follows` its
-    opener. One that changes a condition ("now with ZeRO-1") names it in `change`: the
-    opener's number checks are asked again with it, so their figures are the calculator's for
-    the new case. One that asks about something else has only its own `numbers`, if any."""
+class _Spoken(BaseModel):
+    """What an opener and its follow-ups both have: the model answer, the rubric, the time
+    limit and the checks that need no judgement, and the figures the audit accounts for."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Slug
-    prompt: Markdown
-    model_answer: Markdown
-    rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
-    level: Level | None = None
-    minutes: Annotated[int, Field(ge=1, le=15)] = 3
-    key_terms: list[KeyTerm] = Field(default_factory=list)
-    change: dict[str, float | int] = Field(default_factory=dict)
-    numbers: list[NumberCheck] = Field(default_factory=list)
-    inputs: list[float | int | str] = Field(default_factory=list)
-    derived: dict[float | int | str, str] = Field(default_factory=dict)
-    follow_ups: list[FollowUp] = Field(default_factory=list)
-
-
-class FreeResponseItem(_Item):
-    """An interview question answered aloud or in writing: the learner's answer beside a model
-    answer, scored against a rubric the learner ticks plus the checks that need no judgement
-    (key terms present, figures within tolerance of the calculator). Its figures are audited
-    as a card's: its card's, the values its scenario picks (`inputs`: a 70 B model), those it
-    `derived`, and what its number checks compute."""
-
-    kind: Literal["free"]
-    kind_label: ClassVar[str] = N_("free response")
     model_answer: Markdown
     rubric: Annotated[list[RubricPoint], Field(min_length=2, max_length=8)]
     minutes: Annotated[int, Field(ge=1, le=15)] = 3
@@ -240,6 +215,32 @@ class FreeResponseItem(_Item):
     # evaluates each and needs its operands accounted for.
     derived: dict[float | int | str, str] = Field(default_factory=dict)
     follow_ups: list[FollowUp] = Field(default_factory=list)
+
+
+class FollowUp(_Spoken):
+    """A follow-up question, graded and scheduled as an item of its own that `follows` its
+    opener. One that changes a condition ("now with ZeRO-1") names it in `change`: the
+    opener's number checks are asked again with it, so their figures are the calculator's for
+    the new case. One that asks about something else has only its own `numbers`, if any."""
+
+    id: Slug
+    prompt: Markdown
+    level: Level | None = None
+    change: dict[str, float | int] = Field(default_factory=dict)
+
+
+_Spoken.model_rebuild()
+
+
+class FreeResponseItem(_Item, _Spoken):
+    """An interview question answered aloud or in writing: the learner's answer beside a model
+    answer, scored against a rubric the learner ticks plus the checks that need no judgement
+    (key terms present, figures within tolerance of the calculator). Its figures are audited
+    as a card's: its card's, the values its scenario picks (`inputs`: a 70 B model), those it
+    `derived`, and what its number checks compute."""
+
+    kind: Literal["free"]
+    kind_label: ClassVar[str] = N_("free response")
     follows: Slug | None = None  # set by the bank on a follow-up: its opener's id
 
     @property
