@@ -4,30 +4,22 @@ that lists what was missed with links to the card's sections."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.main import create_app
+from app.config import ROOT_DIR
 from app.quiz.bank import QuestionBank
 from tests.e2e.learner import register
-from tests.utils import make_settings, serving
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, QuestionBank]]:
-    app = create_app(make_settings(tmp_path_factory.mktemp("spoken-e2e") / "data"))
-    with serving(app) as url:
-        yield url, app.state.quiz
+# The bank the shared live server (tests/e2e/conftest.py) serves: the real content.
+BANK = QuestionBank.load(ROOT_DIR / "content" / "quiz")
 
 
-def test_a_spoken_mock_with_follow_ups_end_to_end(
-    page: Page, server: tuple[str, QuestionBank]
-) -> None:
-    url, bank = server
+def test_a_spoken_mock_with_follow_ups_end_to_end(page: Page, base_url: str) -> None:
+    url, bank = base_url, BANK
     register(page, url)
     page.goto(f"{url}/mock")
     page.fill("input[name=questions]", "5")
