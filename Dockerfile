@@ -21,12 +21,24 @@ RUN pip install . && pip uninstall --yes shardlab
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH="/opt/venv/bin:$PATH" \
     SHARDLAB_DATA_DIR=/data
+# pg_dump, pg_restore and psql, which `python -m app.admin backup`/`restore` run when the
+# database is PostgreSQL (compose.cohort.yaml): Debian's client of the same major version as
+# deploy/postgres's server. About 40 MB; a single box on SQLite never calls them.
+# The package name pins the major version; an exact Debian version would stop building at the
+# next security update, which removes the old one from the archive.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install --yes --no-install-recommends postgresql-client-15 \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 shardlab \
     && useradd --system --no-log-init --uid 10001 --gid 10001 --home-dir /app --no-create-home shardlab \
     && mkdir -p /data && chown 10001:10001 /data
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY --chown=10001:10001 . .
+# Static files at their fingerprinted paths with gzip and brotli siblings (build/static/),
+# made here once rather than by each container; owned by root, the app only reads them.
+RUN python -m scripts.build_static
 USER 10001:10001
 # The SQLite file (with its -wal and -shm) lives here: a local volume, never a network share.
 VOLUME ["/data"]

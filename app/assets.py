@@ -1,14 +1,14 @@
 """URLs of the vendored front-end files (static/vendor/<package>-<version>/).
 
 The version is read from the folder name, so an upgrade by scripts/vendor_assets.py
-needs no template change.
+needs no template change. The URLs are the fingerprinted ones (app/static_files.py).
 """
 
 from __future__ import annotations
 
-from app.config import ROOT_DIR
+from app.static_files import STATIC_DIR, static_url
 
-VENDOR_DIR = ROOT_DIR / "static" / "vendor"
+VENDOR_DIR = STATIC_DIR / "vendor"
 
 
 def vendor_url(package: str, file: str) -> str:
@@ -18,7 +18,7 @@ def vendor_url(package: str, file: str) -> str:
             f"expected one vendored {package} in {VENDOR_DIR}, found {len(folders)}: "
             "run scripts/vendor_assets.py"
         )
-    return f"/static/vendor/{folders[0].name}/{file}"
+    return static_url(f"vendor/{folders[0].name}/{file}")
 
 
 VENDOR = {

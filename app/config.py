@@ -7,8 +7,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
 
 from app.proxy_headers import parse_trusted_proxies
 from app.ratelimit import parse_rate
@@ -24,6 +26,14 @@ class Settings(BaseSettings):
     data_dir: Path = Field(
         default=Path("data"), description="Where the SQLite file and generated secrets live."
     )
+    # The property database_url is what everyone reads; this is what was set. The env name
+    # stays SHARDLAB_DATABASE_URL; the field name is accepted too, for Settings(...) in code.
+    database_url_setting: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("SHARDLAB_DATABASE_URL", "database_url_setting"),
+        description="The database: unset for the SQLite file in data_dir, or "
+        "postgresql+psycopg://user:password@host:5432/name for PostgreSQL (cohort mode).",
+    )
     content_dir: Path = Field(
         default=ROOT_DIR / "content", description="Cards (cards/*.md) and quiz items (quiz/)."
     )
@@ -33,6 +43,11 @@ class Settings(BaseSettings):
     )
     worker_address: str = Field(
         default="127.0.0.1:29581", description="host:port where the demo worker's rank 0 listens."
+    )
+    worker_addresses: str = Field(
+        default="",
+        description="A pool of demo workers, comma-separated host:port (each a rank 0 on its "
+        "own host); runs go to the least loaded. Empty: the one worker at worker_address.",
     )
     worker_spawn: bool = Field(
         default=True,
@@ -125,6 +140,25 @@ class Settings(BaseSettings):
             raise ValueError("worker_address must look like host:port")
         return value
 
+    @field_validator("database_url_setting")
+    @classmethod
+    def _a_database_we_run_on(cls, value: str | None) -> str | None:
+        if value is not None:
+            database_kind(value)  # raises ValueError with the accepted forms
+        return value
+
+    @field_validator("worker_addresses")
+    @classmethod
+    def _hosts_and_ports(cls, value: str) -> str:
+        addresses = [address.strip() for address in value.split(",") if address.strip()]
+        for address in addresses:
+            host, sep, port = address.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"worker_addresses: {address!r} must look like host:port")
+        if len(set(addresses)) < len(addresses):
+            raise ValueError("worker_addresses: an address is listed twice")
+        return ",".join(addresses)
+
     @field_validator("trusted_proxies")
     @classmethod
     def _addresses_or_networks(cls, value: str | None) -> str | None:
@@ -140,12 +174,26 @@ class Settings(BaseSettings):
         return value
 
     @property
-    def database_path(self) -> Path:
-        return self.data_dir / "shardlab.db"
+    def database_url(self) -> str:
+        """The one URL the app, the migrations and the admin commands connect to."""
+        return self.database_url_setting or f"sqlite:///{self.data_dir / 'shardlab.db'}"
 
     @property
-    def database_url(self) -> str:
-        return f"sqlite:///{self.database_path}"
+    def database_kind(self) -> Literal["sqlite", "postgresql"]:
+        return database_kind(self.database_url)
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file, for code that works on the file itself (backups); PostgreSQL
+        has none, and asking for it is a mistake in that code, not a setting to guess."""
+        if self.database_kind != "sqlite":
+            raise ValueError("the database is PostgreSQL: there is no SQLite file")
+        return Path(make_url(self.database_url).database or "")
+
+    @property
+    def worker_pool(self) -> list[str]:
+        """The demo workers runs are dispatched to (app/live/worker_pool.py)."""
+        return self.worker_addresses.split(",") if self.worker_addresses else [self.worker_address]
 
     @cached_property
     def session_secret(self) -> str:
@@ -154,6 +202,31 @@ class Settings(BaseSettings):
     @cached_property
     def worker_secret(self) -> str:
         return self.worker_token or _persistent_secret(self.data_dir / "worker_token")
+
+
+DATABASE_URL_FORMS = (
+    "sqlite:////absolute/path/shardlab.db, or postgresql+psycopg://user:password@host:5432/database"
+)
+
+
+def database_kind(url: str) -> Literal["sqlite", "postgresql"]:
+    """Which database a URL names, or ValueError: SQLite files and PostgreSQL through
+    psycopg 3 are the two the migrations and tests run on."""
+    try:
+        parsed: URL = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"not a database URL; use {DATABASE_URL_FORMS}") from None
+    if parsed.drivername == "sqlite":
+        # In memory, every connection would get a database of its own.
+        if parsed.database in (None, "", ":memory:"):
+            raise ValueError("a sqlite URL must name a file: sqlite:////path/to/file.db")
+        return "sqlite"
+    if parsed.drivername == "postgresql+psycopg":
+        if not parsed.database:
+            raise ValueError("a postgresql URL must name the database after the host: .../database")
+        return "postgresql"
+    hint = " (write postgresql+psycopg://)" if parsed.get_backend_name() == "postgresql" else ""
+    raise ValueError(f"{parsed.drivername}:// is not supported{hint}; use {DATABASE_URL_FORMS}")
 
 
 def _persistent_secret(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""The SQLite engine (WAL, busy_timeout, foreign keys) and the session dependency."""
+"""The engine (SQLite: WAL, busy_timeout, foreign keys; PostgreSQL: a pool shared by a
+process's threads), migrations at start-up, and the session dependency."""
 
 from __future__ import annotations
 
@@ -10,12 +11,37 @@ from alembic import command
 from alembic.config import Config
 from fastapi import Depends, Request
 from sqlalchemy import Engine, event
+from sqlalchemy.engine import make_url
 from sqlmodel import Session, create_engine
 
-from app.config import ROOT_DIR
+from app.config import ROOT_DIR, database_kind
+
+# What every ShardLab connection to PostgreSQL calls itself in pg_stat_activity: a restore
+# counts them to refuse while the app runs (app/admin/backup.py).
+APPLICATION_NAME = "shardlab"
+
+# Each web process keeps up to POOL_SIZE connections open and opens up to POOL_OVERFLOW more
+# under a burst: 4 processes use at most 60 of PostgreSQL's default 100, leaving room for
+# the admin CLI, backups and a worker service.
+POOL_SIZE = 5
+POOL_OVERFLOW = 10
+
+# The advisory lock migrations take on PostgreSQL (migrations/env.py): any bigint, the same
+# in every process; these are the bytes of "SHRD".
+MIGRATION_LOCK_KEY = 0x53485244
 
 
 def make_engine(url: str) -> Engine:
+    if database_kind(url) == "postgresql":
+        return create_engine(
+            url,
+            # A connection the server closed (a restart, an idle timeout) is replaced before
+            # a request gets it, not discovered by the request as an error.
+            pool_pre_ping=True,
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+            connect_args={"application_name": APPLICATION_NAME},
+        )
     engine = create_engine(url, connect_args={"check_same_thread": False})
 
     @event.listens_for(engine, "connect")
@@ -35,14 +61,22 @@ def make_engine(url: str) -> Engine:
 def alembic_config(url: str) -> Config:
     config = Config(str(ROOT_DIR / "alembic.ini"))
     config.set_main_option("script_location", str(ROOT_DIR / "migrations"))
-    config.set_main_option("sqlalchemy.url", url)
+    # configparser reads % as interpolation; a password may hold one.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
 
-def migrate(database_path: Path) -> None:
-    """Bring the database file up to the newest migration, creating it if needed."""
-    database_path.parent.mkdir(parents=True, exist_ok=True)
-    command.upgrade(alembic_config(f"sqlite:///{database_path}"), "head")
+def migrate(database: str | Path) -> None:
+    """Bring the database (a URL, or a SQLite file's path) up to the newest migration,
+    creating a SQLite file if needed.
+
+    On PostgreSQL several web processes may start at once: migrations/env.py takes an advisory
+    lock first, so one upgrades while the others wait and then find nothing left to do.
+    """
+    url = f"sqlite:///{database}" if isinstance(database, Path) else database
+    if database_kind(url) == "sqlite":
+        Path(make_url(url).database or "").parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), "head")
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -55,15 +89,26 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 Row = TypeVar("Row")
 
-# SQLite stores integers in 8 bytes; an id from a URL outside that range cannot be a row.
-SQLITE_INTEGERS = range(-(2**63), 2**63)
+# An Integer column is 4 bytes on PostgreSQL (the migrations make every id and count one) and
+# up to 8 on SQLite: numbers from a request or an imported file are bounded to what both hold,
+# so a value neither could store is refused (or no row) the same way on either database.
+STORED_INTEGERS = range(-(2**31), 2**31)
+
+
+def without_nul(text: str) -> str:
+    """`text`, or ValueError if it holds a NUL character: PostgreSQL's text cannot (SQLite's
+    can), and psycopg refuses to send one even in a WHERE clause. A pydantic validator for
+    text from a request or a file, so it is refused by name on either database, not a 500."""
+    if "\x00" in text:
+        raise ValueError("holds a NUL character (\\u0000)")
+    return text
 
 
 def get_row(session: Session, model: type[Row], key: int | tuple[int | None, ...]) -> Row | None:
-    """session.get for a key read from a request: one SQLite cannot hold is no row (None)
-    rather than an OverflowError from the driver, so the page answers 404 like any other
-    id that does not exist."""
+    """session.get for a key read from a request: one the database cannot hold is no row
+    (None) rather than a driver's overflow error, so the page answers 404 like any other id
+    that does not exist."""
     parts = key if isinstance(key, tuple) else (key,)
-    if any(part is None or part not in SQLITE_INTEGERS for part in parts):
+    if any(part is None or part not in STORED_INTEGERS for part in parts):
         return None
     return session.get(model, key)

@@ -2,6 +2,8 @@
 
 Every line logged while a request is handled carries that request's id, so a slow request
 or an error can be followed through the log. The id is echoed in the X-Request-ID header.
+Every line also names the host and process that wrote it: with several web processes
+(uvicorn --workers, replicas in cohort mode) their logs interleave in one stream.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import logging
 import re
 import secrets
+import socket
 import sys
 import time
 from datetime import UTC, datetime
@@ -40,6 +43,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
             "request_id": getattr(record, "request_id", "-"),
+            "host": HOST,
+            "process": record.process,
         }
         for field in REQUEST_FIELDS:
             if hasattr(record, field):
@@ -49,7 +54,8 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+HOST = socket.gethostname()
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s pid=%(process)d [%(request_id)s] %(message)s"
 
 
 def configure_logging(log_format: str, level: str) -> None:

@@ -10,14 +10,15 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
-from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine, text
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
+from starlette_compress import CompressMiddleware, remove_compress_type
 
 from app.accounts.account_router import router as account_router
 from app.accounts.router import router as accounts_router
@@ -32,16 +33,16 @@ from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.router import router as cards_router
 from app.cards.search import SearchIndex
 from app.cards.service import CardError, CardLibrary
-from app.config import ROOT_DIR, Settings
+from app.config import Settings
 from app.db import make_engine, migrate
 from app.errors import refusal, register_error_pages
 from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_PER_ADDRESS, HEAVY_WAIT_S, HeavyWork
 from app.i18n import LOCALES, LanguageMiddleware, translations
 from app.journey.return_link import back_to_step
 from app.journey.router import router as journey_router
-from app.live.queue import JobQueue
+from app.live.queue import SharedQueue
 from app.live.router import router as live_router
-from app.live.worker_client import WorkerClient, WorkerUnavailable
+from app.live.worker_pool import WorkerPool, health_summary
 from app.live.worker_process import LocalWorker, keep_worker_running
 from app.logs import RequestLog, configure_logging
 from app.proxy_headers import ProxyHeaders
@@ -61,6 +62,7 @@ from app.security import (
     forget_ended_session,
     require_csrf_token,
 )
+from app.static_files import static_app
 from app.templating import templates
 
 log = logging.getLogger("shardlab")
@@ -79,9 +81,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Held while the app runs, so `python -m app.admin restore` can refuse to run under it.
-        lock = app_lock(settings.data_dir)
-        migrate(settings.database_path)
+        lock = app_lock(settings.data_dir, settings.database_url)
+        migrate(settings.database_url)
         app.state.engine = make_engine(settings.database_url)
+        # In the database, so every web process counts against the same windows.
+        app.state.limits = limits_for(
+            app.state.engine,
+            settings.login_rate_limit,
+            settings.register_rate_limit,
+            settings.demo_rate_limit,
+            settings.calibrate_rate_limit,
+        )
         worker = None
         if settings.worker_spawn:
             worker = LocalWorker(
@@ -100,7 +110,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings.worker_ranks,
             )
         app.state.worker = worker
-        app.state.demo_queue = JobQueue(settings.demo_queue_max)
+        # In the database: every web process sees one line in front of the one pool.
+        app.state.demo_queue = SharedQueue(
+            app.state.engine, app.state.worker_pool, settings.demo_queue_max
+        )
         # Made here, on the loop their waiters run on (app/heavy_work.py).
         app.state.heavy_work = HeavyWork(
             settings.heavy_work_slots,
@@ -176,20 +189,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.glossary = Glossary.load(
         settings.content_dir / "glossary.yaml", (c.meta.id for c in app.state.cards.all()), chinese
     )
-    app.state.limits = limits_for(
-        settings.login_rate_limit,
-        settings.register_rate_limit,
-        settings.demo_rate_limit,
-        settings.calibrate_rate_limit,
-    )
     app.state.search = SearchIndex(
         app.state.cards.all(),
         app.state.quiz.all(),
         app.state.cards.editions("zh"),
         app.state.quiz.translated("zh"),
     )
-    app.state.worker_client = WorkerClient(
-        settings.worker_address,
+    app.state.worker_pool = WorkerPool(
+        settings.worker_pool,
         settings.worker_secret,
         read_timeout_s=settings.demo_stall_timeout_s,
     )
@@ -209,10 +216,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(CrossOriginProtection)
     app.add_middleware(SecurityHeaders)
+    # Pages, fragments and JSON go out compressed (zstd, brotli or gzip, as the client accepts);
+    # static files arrive precompressed (app/static_files.py) and are passed through as they
+    # are. Demo runs' text/event-stream stays uncompressed, each event sent as it is made, so
+    # no encoder or proxy holds one back (a process-wide setting of the library).
+    remove_compress_type("text/event-stream")
+    app.add_middleware(CompressMiddleware, minimum_size=1024)  # below ~1 KB: little to gain
     app.add_middleware(RequestLog)  # last added runs first: it times everything
     # Added last, so it runs first: the log, like every route, sees the client a proxy names.
     app.add_middleware(ProxyHeaders, trusted_proxies=settings.trusted_proxies)
-    app.mount("/static", StaticFiles(directory=ROOT_DIR / "static"), name="static")
+    app.mount("/static", static_app(), name="static")
     for router in (
         cards_router,
         card_check_router,
@@ -244,19 +257,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz(request: Request) -> JSONResponse:
-        """The database and the demo worker, each 'ok' or what is wrong."""
-        report: dict[str, str] = {}
+        """The database and the demo workers, each 'ok' or what is wrong."""
+        report: dict[str, Any] = {}
         try:
             # In the thread pool: a new connection's PRAGMAs may wait out busy_timeout.
             await run_in_threadpool(_select_one, request.app.state.engine)
             report["database"] = "ok"
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             report["database"] = f"error: {exc}"
-        try:
-            status = await request.app.state.worker_client.status(timeout_s=2.0)
-            report["worker"] = f"ok: {status['world_size']} ranks ({status['backend']})"
-        except WorkerUnavailable as exc:
-            report["worker"] = f"unavailable: {exc}"
+        # The embedded SQLite file or a PostgreSQL server (cohort mode): an operator tells the
+        # two deployments apart from outside.
+        report["database_kind"] = request.app.state.settings.database_kind
+        # A worker running a demo answers nothing until it ends: the line says which are busy.
+        queue = request.app.state.demo_queue
+        busy = await queue.busy_workers() if report["database"] == "ok" else set()
+        workers = await request.app.state.worker_pool.health(timeout_s=2.0, busy=busy)
+        report["worker"] = health_summary(workers)
+        report["workers"] = workers
         healthy = report["database"] == "ok"
         return JSONResponse(
             {"status": "ok" if healthy else "error", **report}, status_code=200 if healthy else 503

@@ -1,25 +1,37 @@
-"""Sliding-window rate limits kept in memory, and a dependency that applies one to a route.
+"""Sliding-window rate limits kept in the database, and a dependency that applies one to a route.
 
-In memory is enough for ShardLab's one process (the app runs with one uvicorn worker, see
-the Dockerfile); a restart forgets the counts, which errs on the side of letting people in.
+In the database, not in memory, so that every web process (uvicorn workers, replicas behind a
+proxy, cohort mode) counts against the same window: a limit of 10 log-ins a minute stays 10
+however many processes answer. The `limits` library would be the off-the-shelf choice, but its
+shared storages are Redis, Memcached and MongoDB; the app already has one shared store, so the
+events live there (docs/architecture.md). Only rate-limited actions write a row (log-ins,
+registrations, demo launches, calibrations, imports), a handful per learner per hour.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import Depends, Request
+from sqlalchemy import Connection, Engine, Index, delete, func, insert, select, text
+from sqlmodel import Field, SQLModel
 
 from app.calc.messages import N_, Message
 
 _UNITS_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)?\s*(second|minute|hour|day)s?\s*$")
+# A key longer than this (a username typed into the log-in form can be long) is stored as its
+# SHA-256, so the column stays bounded and distinct keys stay distinct.
+KEY_CHARS = 96
+# One write in this many also deletes every expired event of its limit, so keys that never
+# come back (a flood of addresses) do not grow the table without bound.
+PRUNE_ONE_IN = 64
 
 
 @dataclass(frozen=True)
@@ -39,59 +51,114 @@ def parse_rate(text: str) -> Rate:
     return Rate(int(match.group(1)), int(match.group(2) or 1) * _UNITS_S[match.group(3)])
 
 
+class RateLimitEvent(SQLModel, table=True):
+    """One counted event of limit `name` for `key` (an address, a user, a username) at `at`
+    (seconds since the epoch: a wall clock, because processes on several hosts share it)."""
+
+    __table_args__ = (Index("ix_ratelimitevent_name_key_at", "name", "key", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=32)
+    key: str = Field(max_length=KEY_CHARS)
+    at: float
+
+
+_EVENT = RateLimitEvent.__table__
+
+
+def _stored_key(key: str) -> str:
+    if len(key) <= KEY_CHARS:
+        return key
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
 class SlidingWindow:
-    """At most `rate.count` events per key in any window of `rate.window_s` seconds."""
+    """At most `rate.count` events per key in any window of `rate.window_s` seconds, counted
+    in the database table of RateLimitEvent under the limit's `name`."""
 
-    # Past this many keys, keys whose events have all expired are dropped, so a flood of
-    # addresses cannot grow memory without bound.
-    PRUNE_AT = 10_000
-
-    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        rate: Rate,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.engine = engine
+        self.name = name
         self.rate = rate
         self._clock = clock
-        self._events: dict[str, deque[float]] = {}
-        # Sync routes run in a thread pool: the check and the record must not interleave.
-        self._lock = threading.Lock()
 
-    def _recent(self, key: str, now: float) -> deque[float]:
-        events = self._events.setdefault(key, deque())
-        while events and events[0] <= now - self.rate.window_s:
-            events.popleft()
-        return events
+    def _window(self, conn: Connection, key: str, now: float) -> tuple[int, float | None]:
+        """How many events `key` has in the window ending at `now`, and the oldest one's time."""
+        row = conn.execute(
+            select(func.count(), func.min(_EVENT.c.at)).where(
+                _EVENT.c.name == self.name,
+                _EVENT.c.key == key,
+                _EVENT.c.at > now - self.rate.window_s,
+            )
+        ).one()
+        return row[0], row[1]
+
+    def _wait_s(self, count: int, oldest: float | None, now: float) -> float:
+        if count < self.rate.count or oldest is None:
+            return 0.0
+        return max(oldest + self.rate.window_s - now, 0.0)
 
     def retry_after_s(self, key: str) -> float:
         """0 when one more event is allowed now; else the seconds until it will be."""
-        with self._lock:
-            now = self._clock()
-            events = self._recent(key, now)
-            if len(events) < self.rate.count:
-                return 0.0
-            return events[0] + self.rate.window_s - now
+        now = self._clock()
+        with self.engine.connect() as conn:
+            return self._wait_s(*self._window(conn, _stored_key(key), now), now)
 
     def count(self, key: str) -> int:
         """The events of `key` in the current window."""
-        with self._lock:
-            return len(self._recent(key, self._clock()))
+        with self.engine.connect() as conn:
+            return self._window(conn, _stored_key(key), self._clock())[0]
 
     def record(self, key: str) -> None:
-        with self._lock:
-            now = self._clock()
-            self._recent(key, now).append(now)
-            if len(self._events) > self.PRUNE_AT:
-                for stale in [
-                    k for k, v in self._events.items() if not v or v[-1] <= now - self.rate.window_s
-                ]:
-                    del self._events[stale]
+        now = self._clock()
+        with self.engine.begin() as conn:
+            self._insert(conn, _stored_key(key), now)
 
     def hit(self, key: str) -> float:
-        """Records the event if allowed and returns 0; else the seconds to wait."""
-        with self._lock:
-            now = self._clock()
-            events = self._recent(key, now)
-            if len(events) >= self.rate.count:
-                return events[0] + self.rate.window_s - now
-            events.append(now)
-            return 0.0
+        """Records the event if allowed and returns 0; else the seconds to wait.
+
+        The check and the record are one transaction, serialised per key across processes:
+        on PostgreSQL by a transaction-scoped advisory lock on the key; on SQLite the INSERT
+        comes first, which takes the database's one write lock before the count is read. So
+        two processes can never both take the last event of a window.
+        """
+        key = _stored_key(key)
+        now = self._clock()
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            if conn.dialect.name == "postgresql":
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:lock)"),
+                    {"lock": _lock_id(self.name, key)},
+                )
+            self._insert(conn, key, now)
+            count, oldest = self._window(conn, key, now)
+            if count <= self.rate.count:
+                return 0.0
+            transaction.rollback()
+        with self.engine.connect() as conn:
+            return self._wait_s(*self._window(conn, key, now), now)
+
+    def _insert(self, conn: Connection, key: str, now: float) -> None:
+        conn.execute(insert(_EVENT).values(name=self.name, key=key, at=now))
+        expired = _EVENT.c.at <= now - self.rate.window_s
+        if random.randrange(PRUNE_ONE_IN) == 0:
+            conn.execute(delete(_EVENT).where(_EVENT.c.name == self.name, expired))
+        else:
+            conn.execute(
+                delete(_EVENT).where(_EVENT.c.name == self.name, _EVENT.c.key == key, expired)
+            )
+
+
+def _lock_id(name: str, key: str) -> int:
+    """A signed 64-bit advisory-lock id for one limit's key (PostgreSQL's bigint)."""
+    digest = hashlib.sha256(f"rate-limit:{name}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 class RateLimited(Exception):
@@ -180,13 +247,16 @@ def record_password_failure(request: Request, username: str) -> None:
     request.app.state.limits["login_failed_address"].record(client_address(request))
 
 
-def limits_for(login: str, register: str, demo: str, calibrate: str) -> dict[str, SlidingWindow]:
-    return {
-        "login_address": SlidingWindow(parse_rate(login)),
-        "login_username": SlidingWindow(parse_rate(login)),
-        "login_failed_address": SlidingWindow(parse_rate(login)),
-        "register_address": SlidingWindow(parse_rate(register)),
-        "demo": SlidingWindow(parse_rate(demo)),
-        "calibrate": SlidingWindow(parse_rate(calibrate)),
-        "import": SlidingWindow(parse_rate(IMPORT_RATE)),
+def limits_for(
+    engine: Engine, login: str, register: str, demo: str, calibrate: str
+) -> dict[str, SlidingWindow]:
+    rates = {
+        "login_address": login,
+        "login_username": login,
+        "login_failed_address": login,
+        "register_address": register,
+        "demo": demo,
+        "calibrate": calibrate,
+        "import": IMPORT_RATE,
     }
+    return {name: SlidingWindow(engine, name, parse_rate(rate)) for name, rate in rates.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 from functools import cache
 from typing import Annotated
@@ -60,7 +61,7 @@ def log_in(request: Request, session: Session, user: User) -> None:
     )
     request.session[SESSION_USER_KEY] = user.id
     request.session[SESSION_TOKEN_KEY] = token
-    csrf_token(request)
+    _session_secret(request)
 
 
 def log_out(request: Request, session: Session) -> None:
@@ -117,13 +118,39 @@ async def forget_ended_session(request: Request) -> None:
         _forget_user(request)
 
 
+def _session_secret(request: Request) -> str:
+    """This session's CSRF secret, made on first use; it lives in the signed session cookie."""
+    secret = request.session.get(SESSION_CSRF_KEY)
+    if not isinstance(secret, str):
+        secret = secrets.token_urlsafe(32)
+        request.session[SESSION_CSRF_KEY] = secret
+    return secret
+
+
 def csrf_token(request: Request) -> str:
-    """This session's CSRF token, made on first use; it lives in the signed session cookie."""
-    token = request.session.get(SESSION_CSRF_KEY)
-    if not isinstance(token, str):
-        token = secrets.token_urlsafe(32)
-        request.session[SESSION_CSRF_KEY] = token
-    return token
+    """The session's CSRF secret under a fresh random mask, for one page.
+
+    Pages are compressed (starlette-compress), and a compressed page that holds a fixed secret
+    beside text an attacker can put in it (a search query) leaks the secret by its length
+    (BREACH). Masked anew on every page, the token a page carries never repeats, while
+    require_csrf_token unmasks it back to the one secret (Django's scheme).
+    """
+    secret = _session_secret(request).encode()
+    mask = secrets.token_bytes(len(secret))
+    masked = mask + bytes(m ^ s for m, s in zip(mask, secret, strict=True))
+    return base64.urlsafe_b64encode(masked).decode()
+
+
+def _unmask(token: str) -> bytes | None:
+    """The secret inside a token csrf_token made; None for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(token.encode())
+    except (ValueError, UnicodeEncodeError):
+        return None
+    if len(raw) % 2 or not raw:
+        return None
+    half = len(raw) // 2
+    return bytes(m ^ x for m, x in zip(raw[:half], raw[half:], strict=True))
 
 
 class CsrfRefused(Exception):
@@ -150,7 +177,9 @@ async def require_csrf_token(request: Request) -> None:
         # Starlette caches the parsed form, so the route reads the same one.
         sent.append((await request.form()).get(CSRF_FIELD))
     if not isinstance(expected, str) or not any(
-        isinstance(token, str) and secrets.compare_digest(token.encode(), expected.encode())
+        isinstance(token, str)
+        and (unmasked := _unmask(token)) is not None
+        and secrets.compare_digest(unmasked, expected.encode())
         for token in sent
     ):
         raise CsrfRefused

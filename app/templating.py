@@ -22,6 +22,7 @@ from app.i18n import (
 )
 from app.quiz.rendering import markdown_html, markdown_inline_html
 from app.security import SESSION_USER_KEY, csrf_token
+from app.static_files import static_url
 
 # Labels are marked here and translated where the header shows them.
 NAV = [
@@ -69,6 +70,8 @@ templates.env.policies["ext.i18n.trimmed"] = True
 # Newstyle: _("…", n=…) formats after translating and escapes the arguments.
 templates.env.install_gettext_callables(gettext, ngettext, newstyle=True)
 templates.env.globals["vendor"] = VENDOR
+# {{ static_url("css/app.css") }}: the file's fingerprinted URL, cached by browsers for a year.
+templates.env.globals["static_url"] = static_url
 # {{ back_to_step(request) }}, the bar back to the path's step a page was opened from, is
 # registered by app/main.py: the journey reads cards, whose examples render with these
 # templates, so importing it here would close a circle (tests/test_layers.py).

@@ -5,7 +5,10 @@ from __future__ import annotations
 import ipaddress
 import re
 
+import pytest
 import yaml
+from pydantic import AliasChoices
+from pydantic.fields import FieldInfo
 
 from app.config import ROOT_DIR, Settings
 
@@ -16,13 +19,25 @@ def _compose(name: str) -> dict:
     return yaml.safe_load((ROOT_DIR / name).read_text())
 
 
+def _env_name(name: str, field: FieldInfo) -> str:
+    """The variable a setting is read from: its alias where it has one (the field
+    database_url_setting is SHARDLAB_DATABASE_URL), else the prefix and the field's name."""
+    if isinstance(field.validation_alias, AliasChoices):
+        return next(
+            choice
+            for choice in field.validation_alias.choices
+            if isinstance(choice, str) and choice.startswith(PREFIX)
+        )
+    return PREFIX + name.upper()
+
+
 def _setting_names() -> set[str]:
-    return {PREFIX + name.upper() for name in Settings.model_fields}
+    return {_env_name(name, field) for name, field in Settings.model_fields.items()}
 
 
 def test_compose_files_set_only_settings_that_exist() -> None:
     names = _setting_names()
-    for file in ("compose.yaml", "compose.gpu.yaml"):
+    for file in ("compose.yaml", "compose.gpu.yaml", "compose.cohort.yaml"):
         for service, spec in _compose(file)["services"].items():
             for key in spec.get("environment", {}):
                 if key.startswith(PREFIX):
@@ -38,7 +53,8 @@ def test_the_settings_table_lists_every_setting_with_its_default() -> None:
         if default is None or name in ("content_dir", "data_dir"):
             continue  # generated or a path; described in words
         shown = str(default).lower() if isinstance(default, bool) else str(default)
-        assert f"`{shown}`" in rows[PREFIX + name.upper()], (name, rows[PREFIX + name.upper()])
+        row = rows[_env_name(name, field)]
+        assert f"`{shown}`" in row, (name, row)
 
 
 def test_the_readme_points_at_the_one_table() -> None:
@@ -76,9 +92,10 @@ def test_the_image_runs_unprivileged_with_a_health_check_and_no_secrets() -> Non
     assert {".env", "data", ".venv", ".git"} <= set(ignored)
 
 
-def test_the_app_trusts_forwarded_headers_from_the_bundled_caddy_alone() -> None:
+@pytest.mark.parametrize("file", ["compose.yaml", "compose.cohort.yaml"])
+def test_the_app_trusts_forwarded_headers_from_the_bundled_caddy_alone(file: str) -> None:
     # Issue #25, finding 3: FORWARDED_ALLOW_IPS=* let any client name its own address.
-    compose = _compose("compose.yaml")
+    compose = _compose(file)
     trusted = compose["services"]["app"]["environment"]["SHARDLAB_TRUSTED_PROXIES"]
     caddy = compose["services"]["caddy"]["networks"]["default"]["ipv4_address"]
     assert trusted == f"${{SHARDLAB_TRUSTED_PROXIES:-{caddy}}}"
@@ -92,3 +109,45 @@ def test_the_app_trusts_forwarded_headers_from_the_bundled_caddy_alone() -> None
     assert "FORWARDED_ALLOW_IPS" not in compose["services"]["app"]["environment"]
     # uvicorn must not rewrite the client before the app reads the headers itself.
     assert '"--no-proxy-headers"' in (ROOT_DIR / "Dockerfile").read_text()
+
+
+def test_the_cohort_app_finds_its_database_and_worker_on_the_compose_network() -> None:
+    cohort = _compose("compose.cohort.yaml")["services"]
+    app_env, db, worker = cohort["app"]["environment"], cohort["db"], cohort["worker"]
+    # The user and database deploy/postgres makes on its first start, with the one password.
+    postgres = (ROOT_DIR / "deploy/postgres/Dockerfile").read_text()
+    assert "POSTGRES_USER=shardlab POSTGRES_DB=shardlab" in postgres
+    password = db["environment"]["POSTGRES_PASSWORD"]
+    assert password.startswith("${POSTGRES_PASSWORD:?")
+    url = app_env["SHARDLAB_DATABASE_URL"]
+    assert url == f"postgresql+psycopg://shardlab:{password}@db:5432/shardlab"
+    assert app_env["SHARDLAB_WORKER_ADDRESSES"] == "${SHARDLAB_WORKER_ADDRESSES:-worker:29581}"
+    assert "--listen=0.0.0.0:29581" in worker["command"]
+    assert app_env["SHARDLAB_WORKER_TOKEN"] == worker["environment"]["SHARDLAB_WORKER_TOKEN"]
+    assert app_env["SHARDLAB_WORKER_TOKEN"].startswith("${SHARDLAB_WORKER_TOKEN:?")
+    assert app_env["SHARDLAB_WORKER_SPAWN"] == "false"
+    # Several processes sign one session cookie: none may generate a key of its own.
+    assert app_env["SHARDLAB_SECRET_KEY"].startswith("${SHARDLAB_SECRET_KEY:?")
+    assert "ports" not in db and "ports" not in worker  # the compose network only
+    assert cohort["app"]["depends_on"]["db"] == {"condition": "service_healthy"}
+
+
+def test_the_cohort_runs_several_web_processes_as_the_image_runs_one() -> None:
+    command = _compose("compose.cohort.yaml")["services"]["app"]["command"]
+    assert command[:3] == ["uvicorn", "--factory", "app.main:create_app"]
+    assert "--workers=${WEB_WORKERS:-4}" in command
+    image_cmd = re.search(r"^CMD (.+)$", (ROOT_DIR / "Dockerfile").read_text(), flags=re.M)
+    # Whatever else the image's own command says stays true with several processes.
+    for flag in ("--no-proxy-headers", "--timeout-graceful-shutdown"):
+        assert flag in image_cmd.group(1) and any(part.startswith(flag) for part in command)
+
+
+def test_the_cohort_and_the_single_box_can_share_a_host() -> None:
+    def subnet(file: str) -> ipaddress.IPv4Network:
+        (ipam,) = _compose(file)["networks"]["default"]["ipam"]["config"]
+        return ipaddress.ip_network(ipam["subnet"])
+
+    assert not subnet("compose.yaml").overlaps(subnet("compose.cohort.yaml"))
+    single = _compose("compose.yaml")["volumes"]["shardlab-data"]["name"]
+    cohort = {v["name"] for v in _compose("compose.cohort.yaml")["volumes"].values() if v}
+    assert single not in cohort

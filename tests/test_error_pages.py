@@ -160,7 +160,7 @@ def test_htmx_keeps_the_run_panels_own_503_fragment(client: TestClient) -> None:
 
 
 def test_a_rate_limited_demo_launch_is_a_429_page_in_the_layout(client: TestClient) -> None:
-    limiter = SlidingWindow(parse_rate("1/hour"))
+    limiter = SlidingWindow(client.app.state.engine, "demo", parse_rate("1/hour"))
     limiter.record("address:testclient")  # the one launch this hour
     client.app.state.limits["demo"] = limiter
     response = client.get("/demos/all-reduce/run?size_mib=1&iterations=1", headers=BROWSER)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -28,6 +30,8 @@ def test_json_lines_carry_the_request_fields(tmp_path: Path, capfd) -> None:
     assert line["request_id"] == "abc123" == response.headers["x-request-id"]
     assert (line["method"], line["path"], line["status"]) == ("GET", "/cards", 200)
     assert line["user_id"] == 1 and line["duration_ms"] > 0 and line["level"] == "INFO"
+    # Several web processes write one stream: each line names its host and process.
+    assert line["process"] == os.getpid() and line["host"] == socket.gethostname()
 
 
 def test_the_json_formatter_keeps_exceptions() -> None:

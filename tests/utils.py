@@ -22,6 +22,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from app.config import ROOT_DIR, Settings
+from tests.pg_server import require_server
 
 
 def free_port() -> int:
@@ -30,8 +31,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def database_under_test() -> str:
+    """Which database the tests' settings use: SHARDLAB_TEST_DATABASE=sqlite (the default) or
+    postgresql (a server this session starts, tests/pg_server.py)."""
+    kind = os.environ.get("SHARDLAB_TEST_DATABASE") or "sqlite"
+    if kind not in ("sqlite", "postgresql"):
+        raise ValueError(f"SHARDLAB_TEST_DATABASE={kind!r}: use sqlite or postgresql")
+    return kind
+
+
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
-    """Settings for one test: its own SQLite file, and no worker unless one is given."""
+    """Settings for one test: its own database (a SQLite file in data_dir, or a PostgreSQL
+    database of data_dir's own), and no worker unless one is given."""
     values: dict[str, object] = {
         "data_dir": data_dir,
         "secret_key": "test-secret-key",
@@ -42,6 +53,8 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         # Tests launch many demos from one address; the limit's own test sets a small one.
         "demo_rate_limit": "1000/minute",
     }
+    if database_under_test() == "postgresql":
+        values["database_url_setting"] = require_server().database_for(data_dir)
     values.update(overrides)
     return Settings(**values)
 

@@ -24,10 +24,13 @@ _shared: tuple[LocalWorker, str, str] | None = None
 _users = 0
 
 
-def start_test_worker(tmp_dir: Path, ranks: int = 2) -> tuple[LocalWorker, str, str]:
-    """A started, ready worker and the (address, token) to reach it; the caller stops it."""
+def start_test_worker(
+    tmp_dir: Path, ranks: int = 2, token: str | None = None
+) -> tuple[LocalWorker, str, str]:
+    """A started, ready worker and the (address, token) to reach it; the caller stops it.
+    Workers of one pool share a `token`."""
     address = f"127.0.0.1:{free_port()}"
-    token = secrets.token_hex(16)
+    token = token or secrets.token_hex(16)
     worker = LocalWorker(address, token, tmp_dir / "worker.log", ranks=ranks, backend="gloo")
     worker.start()
     if not worker.wait_ready(READY_TIMEOUT_S):

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from app.accounts import sessions
 from app.accounts.models import User
 from app.accounts.schemas import PASSWORD_CHANGE_LABELS, PasswordChange
-from app.db import SQLITE_INTEGERS, SessionDep
+from app.db import STORED_INTEGERS, SessionDep
 from app.forms import parse_form
 from app.heavy_work import HASHING
 from app.i18n import N_, translate
@@ -129,7 +129,7 @@ def end_other_sessions(
 def end_one_session(session_id: int, user: CurrentUser, session: SessionDep) -> RedirectResponse:
     """Ends one of the user's own sessions; another user's id is no row of theirs: 404."""
     assert user.id is not None
-    if session_id not in SQLITE_INTEGERS or not sessions.end_session(session, user.id, session_id):
+    if session_id not in STORED_INTEGERS or not sessions.end_session(session, user.id, session_id):
         raise HTTPException(404, N_("no such session"))
     log.info("user %s signed out their session %s", user.username, session_id)
     return RedirectResponse("/account?done=ended", status_code=303)

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import AfterValidator
 from sqlmodel import func, select
 
 from app.accounts.invites import InviteRefused, invite_problem
@@ -16,7 +17,7 @@ from app.accounts.schemas import LABELS, Credentials
 from app.accounts.service import UsernameTaken, create_account
 from app.calc.messages import words_of
 from app.config import Settings
-from app.db import SessionDep
+from app.db import SessionDep, without_nul
 from app.forms import parse_form
 from app.heavy_work import HASHING
 from app.i18n import N_, translate
@@ -35,8 +36,9 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
-# Every field optional at the HTTP level, so a missing one gets the form's own message.
-FormText = Annotated[str, Form(max_length=1000)]
+# Every field optional at the HTTP level, so a missing one gets the form's own message. A NUL
+# is no account's name or password, and never reaches a query.
+FormText = Annotated[str, Form(max_length=1000), AfterValidator(without_nul)]
 
 
 def _safe_next(target: str | None) -> str:

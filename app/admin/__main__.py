@@ -1,7 +1,8 @@
 """The admin CLI: accounts, invite codes, backups. `python -m app.admin --help`.
 
-It works on the database in SHARDLAB_DATA_DIR (or --data-dir), so in Docker run it inside
-the app's container: `docker compose exec app python -m app.admin list-users`.
+It works on the app's database: SHARDLAB_DATABASE_URL (PostgreSQL) where it is set, else the
+SQLite file in SHARDLAB_DATA_DIR (or --data-dir). In Docker run it inside the app's container,
+which has both settings: `docker compose exec app python -m app.admin list-users`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 from app.accounts import invites
@@ -22,6 +24,7 @@ from app.admin import service
 from app.admin.backup import (
     BackupError,
     backup_database,
+    database_problem,
     default_backup_path,
     integrity_problem,
     restore_database,
@@ -43,7 +46,7 @@ def _password(args: argparse.Namespace) -> str:
 def _with_session(settings: Settings, action: Callable[[Session], int]) -> int:
     # Brings a fresh data directory up to the schema, so the first admin can be made before
     # the app has ever started.
-    migrate(settings.database_path)
+    migrate(settings.database_url)
     engine = make_engine(settings.database_url)
     try:
         with Session(engine) as session:
@@ -199,32 +202,41 @@ def cmd_revoke_invite(args: argparse.Namespace, settings: Settings) -> int:
     return _with_session(settings, action)
 
 
+def _database_name(settings: Settings) -> str:
+    """The database as the operator knows it, with no password."""
+    if settings.database_kind == "sqlite":
+        return str(settings.database_path)
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    destination = args.destination or default_backup_path(settings.data_dir)
-    path = backup_database(settings.database_path, destination)
+    destination = args.destination or default_backup_path(settings.data_dir, settings.database_url)
+    path = backup_database(settings.database_url, destination)
     print(f"backed up to {path} ({path.stat().st_size} bytes, integrity check ok)")
     return 0
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     if not args.yes:
-        answer = input(f"Replace {settings.database_path} with {args.backup}? Type yes: ")
+        answer = input(f"Replace {_database_name(settings)} with {args.backup}? Type yes: ")
         if answer.strip() != "yes":
             print("nothing restored")
             return 1
-    restore_database(args.backup, settings.database_path, settings.data_dir)
+    restore_database(args.backup, settings.database_url, settings.data_dir)
     # An older backup is brought up to this version's schema, as the app would at start.
-    migrate(settings.database_path)
-    print(f"restored {settings.database_path} from {args.backup}; start the app again")
+    migrate(settings.database_url)
+    print(f"restored {_database_name(settings)} from {args.backup}; start the app again")
     return 0
 
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
-    path = args.path or settings.database_path
-    problem = integrity_problem(path)
+    if args.path:
+        problem, name = integrity_problem(args.path), str(args.path)
+    else:
+        problem, name = database_problem(settings.database_url), _database_name(settings)
     if problem:
         raise BackupError(problem)
-    print(f"{path}: integrity check ok")
+    print(f"{name}: integrity check ok")
     return 0
 
 
@@ -305,20 +317,27 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add(
         "backup",
         cmd_backup,
-        "copy the database while the app runs (SQLite backup API), then check the copy",
+        "copy the database while the app runs (SQLite's backup API, or pg_dump), then check "
+        "the copy",
     )
     cmd.add_argument(
         "destination",
         nargs="?",
         type=Path,
-        help="the new file (default: DATA_DIR/backups/shardlab-<UTC time>.db)",
+        help="the new file (default: DATA_DIR/backups/shardlab-<UTC time>.db, or .dump for "
+        "PostgreSQL)",
     )
     cmd = add(
         "restore", cmd_restore, "replace the database with a checked backup; stop the app first"
     )
     cmd.add_argument("backup", type=Path)
     cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    cmd = add("check", cmd_check, "run SQLite's integrity check on the database or a backup")
+    cmd = add(
+        "check",
+        cmd_check,
+        "check the database or a backup: SQLite's integrity check, or on PostgreSQL every "
+        "table (or the whole archive) read through",
+    )
     cmd.add_argument("path", nargs="?", type=Path, help="a file (default: the live database)")
     cmd = add(
         "repair-progress",

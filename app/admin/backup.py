@@ -1,5 +1,10 @@
-"""Online backups with SQLite's backup API, verified restores, and the lock that tells a
-restore whether the app is running on the same data directory."""
+"""Online backups and verified restores of either database, and the lock that tells a
+restore whether the app is running.
+
+SQLite: the backup API copies the live file. PostgreSQL: pg_dump and pg_restore
+(app/admin/pg_backup.py). A backup is one file either way; which kind it is, its first bytes
+say, so `check` and `restore` need not be told.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +14,54 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from sqlalchemy import Connection
+from sqlalchemy.engine import make_url
+
+from app.admin import pg_backup
+from app.admin.errors import BackupError
+from app.config import database_kind
+
 LOCK_NAME = "app.lock"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-class BackupError(Exception):
-    """Something a person can fix: a bad file, a running app, a missing database."""
+class AppLock:
+    """What the running app holds until it stops: a shared flock on data_dir/app.lock (seen
+    on this host), and on PostgreSQL a shared advisory lock (seen from every host).
 
-
-def app_lock(data_dir: Path) -> IO[str]:
-    """A shared lock the running app holds on data_dir/app.lock until it closes the file.
-
-    Shared, so overlapping app processes (a restart) never block each other; a restore asks
-    for it exclusively and so fails while any app holds it.
+    Shared, so overlapping app processes (a restart, several workers) never block each other;
+    a restore asks for them exclusively and so fails while any app holds them.
     """
+
+    def __init__(self, file: IO[str], connection: Connection | None) -> None:
+        self._file = file
+        self._connection = connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection.engine.dispose()
+        self._file.close()
+
+
+def app_lock(data_dir: Path, database_url: str) -> AppLock:
     data_dir.mkdir(parents=True, exist_ok=True)
     handle = (data_dir / LOCK_NAME).open("a")
     fcntl.flock(handle, fcntl.LOCK_SH)
-    return handle
+    if database_kind(database_url) == "sqlite":
+        return AppLock(handle, None)
+    try:
+        return AppLock(handle, pg_backup.app_connection(database_url))
+    except BaseException:
+        handle.close()
+        raise
 
 
-def integrity_problem(path: Path) -> str | None:
+def _sqlite_file(url: str) -> Path:
+    return Path(make_url(url).database or "")
+
+
+def sqlite_problem(path: Path) -> str | None:
     """None when SQLite's integrity_check passes and the file has ShardLab's tables."""
     if not path.is_file():
         return f"{path} does not exist"
@@ -47,22 +80,54 @@ def integrity_problem(path: Path) -> str | None:
     return None
 
 
-def default_backup_path(data_dir: Path) -> Path:
+def _is_postgres_archive(path: Path) -> bool:
+    with path.open("rb") as file:
+        return file.read(len(pg_backup.ARCHIVE_MAGIC)) == pg_backup.ARCHIVE_MAGIC
+
+
+def integrity_problem(path: Path) -> str | None:
+    """None when a backup file (or a SQLite database) passes its check: SQLite's integrity
+    check, or a PostgreSQL archive read to its end; either must hold ShardLab's tables."""
+    if path.is_file() and _is_postgres_archive(path):
+        return pg_backup.archive_problem(path)
+    return sqlite_problem(path)
+
+
+def database_problem(database_url: str) -> str | None:
+    """integrity_problem for the live database."""
+    if database_kind(database_url) == "sqlite":
+        return sqlite_problem(_sqlite_file(database_url))
+    return pg_backup.database_problem(database_url)
+
+
+def default_backup_path(data_dir: Path, database_url: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return data_dir / "backups" / f"shardlab-{stamp}.db"
+    suffix = ".db" if database_kind(database_url) == "sqlite" else ".dump"
+    return data_dir / "backups" / f"shardlab-{stamp}{suffix}"
 
 
-def backup_database(database: Path, destination: Path) -> Path:
-    """Copies the live database to `destination` while the app keeps writing, then checks it.
-
-    One step of the backup API (pages=-1) copies every page inside one read transaction:
-    in WAL mode that is a consistent snapshot and never blocks the app's writers.
-    """
-    if not database.is_file():
-        raise BackupError(f"no database at {database}")
+def backup_database(database_url: str, destination: Path) -> Path:
+    """Copies the live database to `destination` while the app keeps writing, then checks it."""
     if destination.exists():
         raise BackupError(f"{destination} exists already; pick a new name")
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    if database_kind(database_url) == "sqlite":
+        database = _sqlite_file(database_url)
+        if not database.is_file():
+            raise BackupError(f"no database at {database}")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        _sqlite_backup(database, destination)
+    else:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        pg_backup.dump(database_url, destination)
+    problem = integrity_problem(destination)
+    if problem:
+        raise BackupError(f"the backup failed its check: {problem}")
+    return destination
+
+
+def _sqlite_backup(database: Path, destination: Path) -> None:
+    """One step of the backup API (pages=-1) copies every page inside one read transaction:
+    in WAL mode that is a consistent snapshot and never blocks the app's writers."""
     source = sqlite3.connect(database)
     target = sqlite3.connect(destination)
     try:
@@ -73,17 +138,26 @@ def backup_database(database: Path, destination: Path) -> Path:
     finally:
         target.close()
         source.close()
-    problem = integrity_problem(destination)
-    if problem:
-        raise BackupError(f"the backup failed its check: {problem}")
-    return destination
 
 
-def restore_database(backup: Path, database: Path, data_dir: Path) -> None:
+def restore_database(backup: Path, database_url: str, data_dir: Path) -> None:
     """Replaces the database with a checked backup; refuses while the app is running."""
     problem = integrity_problem(backup)
     if problem:
         raise BackupError(problem)
+    backup_kind = "postgresql" if _is_postgres_archive(backup) else "sqlite"
+    if backup_kind != database_kind(database_url):
+        raise BackupError(
+            f"{backup} is a {backup_kind} backup and the database is "
+            f"{database_kind(database_url)}: restore it into the kind it came from"
+        )
+    if backup_kind == "postgresql":
+        pg_backup.restore(backup, database_url)
+        problem = pg_backup.database_problem(database_url)
+        if problem:
+            raise BackupError(f"the restored database failed its check: {problem}")
+        return
+    database = _sqlite_file(database_url)
     # A new machine or a newly mounted volume: the directory may not exist yet.
     data_dir.mkdir(parents=True, exist_ok=True)
     with (data_dir / LOCK_NAME).open("a") as lock:
@@ -105,6 +179,6 @@ def restore_database(backup: Path, database: Path, data_dir: Path) -> None:
         finally:
             target.close()
             source.close()
-    problem = integrity_problem(database)
+    problem = sqlite_problem(database)
     if problem:
         raise BackupError(f"the restored database failed its check: {problem}")

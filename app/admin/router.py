@@ -17,7 +17,7 @@ from app.admin import service
 from app.db import SessionDep, get_row
 from app.errors import is_htmx
 from app.i18n import N_
-from app.live.queue import QueueEntry
+from app.live.queue_rules import QueueEntry
 from app.live.worker_client import WorkerUnavailable
 from app.security import AdminUser
 from app.templating import templates
@@ -27,15 +27,14 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/admin", tags=["admin"], include_in_schema=False)
 
 
-async def _worker_report(request: Request) -> dict[str, Any]:
+async def _worker_report(request: Request, entries: list[QueueEntry]) -> dict[str, Any]:
     try:
-        status = await request.app.state.worker_client.status(timeout_s=2.0)
+        status = await request.app.state.worker_pool.any_status(timeout_s=2.0)
         report: dict[str, Any] = {"ok": True, "status": status}
     except WorkerUnavailable as exc:
         report = {"ok": False, "error": str(exc)}
-    queue = getattr(request.app.state, "demo_queue", None)
-    if queue is not None:
-        report["queue"] = {"running": queue.running, "waiting": queue.waiting}
+    running = sum(entry.running for entry in entries)
+    report["queue"] = {"running": running, "waiting": len(entries) - running}
     return report
 
 
@@ -53,14 +52,15 @@ def _tables(session: Session) -> dict[str, Any]:
 @router.get("", response_class=HTMLResponse)
 async def admin_page(request: Request, admin: AdminUser, session: SessionDep) -> HTMLResponse:
     # Async for the worker's status; the reads go to the thread pool, off the event loop.
-    worker = await _worker_report(request)
+    queue_entries = await request.app.state.demo_queue.entries()
+    worker = await _worker_report(request, queue_entries)
     tables = await run_in_threadpool(_tables, session)
     return templates.TemplateResponse(
         request,
         "admin/index.html",
         {
             "worker": worker,
-            "queue_entries": _queue_entries(request),
+            "queue_entries": queue_entries,
             **tables,
             "registration": request.app.state.settings.registration,
             "max_days": MAX_DAYS,
@@ -156,18 +156,14 @@ def revoke_invite(
     return RedirectResponse("/admin", status_code=303)
 
 
-def _queue_entries(request: Request) -> list[QueueEntry]:
-    queue = getattr(request.app.state, "demo_queue", None)
-    return queue.entries if queue is not None else []
-
-
 @router.post("/queue/{entry_id}/cancel", response_class=HTMLResponse)
 async def cancel_queued_run(
     request: Request, entry_id: int, admin: AdminUser, session: SessionDep
 ) -> Response:
-    """Takes a waiting run out of the line, or stops the running one's job. Async: the line
-    lives on the event loop (app/live/queue.py)."""
-    entry = request.app.state.demo_queue.cancel(entry_id)
+    """Takes a waiting run out of the line, or stops the running one's job, whichever web
+    process holds it (the line is in the database: app/live/queue_store.py)."""
+    queue = request.app.state.demo_queue
+    entry = await queue.cancel(entry_id)
     if entry is None:
         raise HTTPException(404, N_("no such run in the demo queue (it may have finished)"))
     state = "running" if entry.running else "waiting"
@@ -179,7 +175,7 @@ async def cancel_queued_run(
     if is_htmx(request):
         users = await run_in_threadpool(service.all_users, session)
         context = {
-            "queue_entries": _queue_entries(request),
+            "queue_entries": await queue.entries(),
             "usernames": {u.id: u.username for u in users},
         }
         return templates.TemplateResponse(request, "admin/_queue.html", context)

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Query
+from fastapi.responses import Response
 
 from app.calc.deepspeed_estimate import (
     ADDITIONAL_BUFFER_FACTOR,
@@ -23,6 +24,7 @@ from app.calc.memory import (
 )
 from app.calc.model import count_params, from_hf_config
 from app.calc.training_query import TrainingQuery, training_result
+from app.calculators.results import kept_answer
 from app.calculators.schemas import (
     DeepSpeedOut,
     DeepSpeedRow,
@@ -105,7 +107,7 @@ def memory_result(query: MemoryQuery) -> MemoryResult:
 
 
 @router.get("/memory", response_model=MemoryResult)
-def memory(query: Annotated[MemoryQuery, Query()]) -> MemoryResult:
+def memory(query: Annotated[MemoryQuery, Query()]) -> Response:
     """Model-states memory per GPU for ZeRO stages 0-3 (default: mixed-precision Adam).
 
     Bytes of weights, gradients and optimizer states each GPU holds, sharded over the
@@ -119,17 +121,19 @@ def memory(query: Annotated[MemoryQuery, Query()]) -> MemoryResult:
     count 18 B per parameter on the GPU, the largest layer gathered, and a 1.5 buffer factor
     on host memory.
     """
-    return memory_result(query)
+    return kept_answer("memory", query, MemoryResult, lambda: memory_result(query))
 
 
 @router.get("/training-memory", response_model=TrainingMemoryResult)
-def training(query: Annotated[TrainingQuery, Query()]) -> TrainingMemoryResult:
+def training(query: Annotated[TrainingQuery, Query()]) -> Response:
     """Training memory on the most loaded GPU, every term separate, with formulas and sources.
 
     Model fields left out come from `preset`. Parallel degrees: dp x tp x pp x cp GPUs; ZeRO
     shards over dp. Activations after Korthikanti et al. (arXiv:2205.05198).
     """
-    return TrainingMemoryResult.model_validate(training_result(query))
+    return kept_answer(
+        "training-memory", query, TrainingMemoryResult, lambda: training_result(query)
+    )
 
 
 @router.post("/model/from-hf-config", response_model=ModelFromConfig)

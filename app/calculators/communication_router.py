@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.comm import Collective
@@ -14,6 +15,7 @@ from app.calc.links import LINKS
 from app.calc.model import PRESETS
 from app.calculators.communication_view import communication_view, gigabytes, rate, seconds
 from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
 
 router = APIRouter()
@@ -141,7 +143,7 @@ add_calculator_pages(router, PAGE, "communication", page_context)
 
 
 @router.get("/api/calc/communication", response_model=CommunicationResult, tags=["calculators"])
-def communication(query: Annotated[CommunicationQuery, Query()]) -> CommunicationResult:
+def communication(query: Annotated[CommunicationQuery, Query()]) -> Response:
     """Communication volume and time per GPU per training step, collective by collective.
 
     Ring volumes per GPU: all-reduce 2(N-1)/N, reduce-scatter / all-gather / all-to-all
@@ -156,4 +158,6 @@ def communication(query: Annotated[CommunicationQuery, Query()]) -> Communicatio
     nccl-tests' bus-bandwidth factors (src/*.cu *GetBw): all-reduce 2(N-1)/N; reduce-scatter,
     all-gather, all-to-all, gather and scatter (N-1)/N; broadcast and reduce 1.
     """
-    return CommunicationResult.model_validate(communication_result(query))
+    return kept_answer(
+        "communication", query, CommunicationResult, lambda: communication_result(query)
+    )

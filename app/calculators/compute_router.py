@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.compute_query import LABELS, ComputeQuery, compute_result
@@ -14,6 +15,7 @@ from app.calc.flops import MODE_LABELS, SECONDS_PER_DAY, training_time_s
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
 from app.calc.model import PRESETS
 from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
 from app.worked.compute import compute_formulas
@@ -122,7 +124,7 @@ class ComputeResult(BaseModel):
 
 
 @router.get("/api/calc/compute", response_model=ComputeResult, tags=["calculators"])
-def compute_api(query: Annotated[ComputeQuery, Query()]) -> ComputeResult:
+def compute_api(query: Annotated[ComputeQuery, Query()]) -> Response:
     """Training or inference FLOPs, time, GPU-hours, cost and MFU.
 
     FLOPs per token after Kaplan et al. 2020 (arXiv:2001.08361, §2.1, Table 1): 2N forward,
@@ -133,7 +135,7 @@ def compute_api(query: Annotated[ComputeQuery, Query()]) -> ComputeResult:
     eq. (3)). Time = executed FLOPs / (GPUs x dense peak x utilization). MFU and HFU as in PaLM
     (arXiv:2204.02311, Appendix B).
     """
-    return ComputeResult.model_validate(compute_result(query))
+    return kept_answer("compute", query, ComputeResult, lambda: compute_result(query))
 
 
 def shareable_url(query: ComputeQuery) -> str:

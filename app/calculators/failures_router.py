@@ -6,6 +6,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.failures import HOUR, daly_ratio, llama3_kinds
@@ -21,6 +22,7 @@ from app.calc.failures_query import (
     failures_result,
 )
 from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.results import kept_answer
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
 from app.i18n import gettext
@@ -175,7 +177,7 @@ add_calculator_pages(router, PAGE, "failures", page_context)
 
 
 @router.get("/api/calc/failures", response_model=FailuresResult, tags=["calculators"])
-def failures_api(query: Annotated[FailuresQuery, Query()]) -> FailuresResult:
+def failures_api(query: Annotated[FailuresQuery, Query()]) -> Response:
     """Failure odds of an n-unit job and its optimal checkpoint interval.
 
     Exponential failures: p = 1 − exp(−w/M) per unit, P = 1 − (1 − p)ⁿ for the job, job MTBF
@@ -189,4 +191,4 @@ def failures_api(query: Annotated[FailuresQuery, Query()]) -> FailuresResult:
     blocking device-to-host copy of an asynchronous save. With `series_*` counts and rates:
     several kinds of unit in series, job MTBF 1 / Σ nᵢ/Mᵢ.
     """
-    return FailuresResult.model_validate(failures_result(query))
+    return kept_answer("failures", query, FailuresResult, lambda: failures_result(query))

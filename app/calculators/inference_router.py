@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.gpus import GPUS
@@ -15,6 +16,7 @@ from app.calc.inference_query import LABELS, MODEL_FIELDS, InferenceQuery, infer
 from app.calc.model import PRESETS
 from app.calc.units import MEMORY_UNITS
 from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.results import kept_answer
 from app.calculators.schemas import ModelShape
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
@@ -140,7 +142,7 @@ add_calculator_pages(router, PAGE, "inference", page_context)
 @router.get(
     "/api/calc/inference-memory", response_model=InferenceMemoryResult, tags=["calculators"]
 )
-def inference_api(query: Annotated[InferenceQuery, Query()]) -> InferenceMemoryResult:
+def inference_api(query: Annotated[InferenceQuery, Query()]) -> Response:
     """Inference memory per GPU: weights, KV cache and overhead under tensor parallelism.
 
     Weights Ψ·B_w/t; KV cache 2·L·k_GPU·d·s·b·B_kv (How To Scale Your Model, inference chapter;
@@ -153,4 +155,6 @@ def inference_api(query: Annotated[InferenceQuery, Query()]) -> InferenceMemoryR
     arXiv:2405.04434, Table 1), whole on every TP rank as vLLM and SGLang store it. `params`
     replaces the exact count by a nominal one; `kv_bytes_per_token` replaces the shape's KV size.
     """
-    return InferenceMemoryResult.model_validate(inference_result(query))
+    return kept_answer(
+        "inference-memory", query, InferenceMemoryResult, lambda: inference_result(query)
+    )

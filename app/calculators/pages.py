@@ -1,5 +1,9 @@
 """What every calculator page shares: the full page, the htmx fragment that re-renders the
-result as the form changes, and the shareable address that fragment puts in the address bar."""
+result as the form changes, and the shareable address that fragment puts in the address bar.
+
+A calculator is a pure function of its inputs: the page's main block and the fragment are
+rendered once per inputs and language and kept (app/page_cache.py), so a study group that
+opens the same link, or types the same numbers, is answered from the kept HTML."""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
+from app.forms import query_inputs
 from app.journey.visits import record_visit
-from app.templating import templates
+from app.page_cache import kept_fragment, kept_page
 
 # A calculator's view of one request: the template context, and 200 or 422 for bad input.
 # A 200 context holds "share_url", the address that reproduces the result.
@@ -24,6 +29,12 @@ def share_url(path: str, values: Mapping[str, object]) -> str:
         k: str(v).lower() if isinstance(v, bool) else v for k, v in values.items() if v is not None
     }
     return f"{path}?{urlencode(encoded)}"
+
+
+def inputs_key(request: Request) -> tuple[tuple[str, str], ...]:
+    """Everything a calculator's context reads from the request (app.forms.query_inputs), in
+    one order: the same inputs in another order are the same page."""
+    return tuple(sorted(query_inputs(request).items()))
 
 
 def add_calculator_pages(
@@ -41,19 +52,20 @@ def add_calculator_pages(
 
     def page(request: Request) -> HTMLResponse:
         record_visit(request)
-        values, status = context(request)
-        return templates.TemplateResponse(
-            request, f"calculators/{name}.html", values, status_code=status
-        )
+
+        def values() -> tuple[dict[str, object], int, dict[str, str]]:
+            return (*context(request), {})
+
+        return kept_page(request, f"calculators/{name}.html", inputs_key(request), values)
 
     def fragment(request: Request) -> HTMLResponse:
-        values, status = context(request)
-        response = templates.TemplateResponse(
-            request, f"calculators/_{name}_result.html", values, status_code=status
-        )
-        if status == 200:
-            response.headers["HX-Replace-Url"] = str(values["share_url"])
-        return response
+        def values() -> tuple[dict[str, object], int, dict[str, str]]:
+            found, status = context(request)
+            replace_url = {"HX-Replace-Url": str(found["share_url"])} if status == 200 else {}
+            return found, status, replace_url
+
+        template = f"calculators/_{name}_result.html"
+        return kept_fragment(request, template, inputs_key(request), values)
 
     for route, endpoint, suffix in ((path, page, "page"), (f"{path}/result", fragment, "result")):
         router.add_api_route(

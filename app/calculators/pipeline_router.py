@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel
 
 from app.calc.pipeline import SCHEDULE_NAMES
 from app.calc.pipeline_query import LABELS, PipelineQuery, pipeline_result
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.pipeline_view import pipeline_view
+from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
 from app.worked.pipeline import number, percent, plain
 
@@ -105,7 +107,7 @@ add_calculator_pages(router, PAGE, "pipeline", page_context)
 
 
 @router.get("/api/calc/pipeline", response_model=PipelineResult, tags=["calculators"])
-def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> PipelineResult:
+def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> Response:
     """Pipeline schedules simulated: GPipe, 1F1B, interleaved 1F1B and zero-bubble ZB-H1.
 
     Every stage runs its schedule's actions in order, each as soon as its stage is free and
@@ -119,4 +121,4 @@ def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> PipelineResult:
     interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.1
     (ZB-H1).
     """
-    return PipelineResult.model_validate(pipeline_result(query))
+    return kept_answer("pipeline", query, PipelineResult, lambda: pipeline_result(query))

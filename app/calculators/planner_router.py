@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.links import LINKS
@@ -32,6 +33,7 @@ from app.calculators.calibration_view import (
 from app.calculators.communication_view import seconds
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.planner_view import planner_view
+from app.calculators.results import kept_answer
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
 from app.heavy_work import heavy_work_unless
@@ -179,15 +181,21 @@ class PlannerResult(BaseModel):
 def shareable_url(query: PlannerQuery) -> str:
     """The page's address holding every input that is set, in the schema's order (with a
     published run, what the run fixes is left out: the run gives it)."""
-    values = query.model_dump()
-    if query.run:
+    return _address(query.model_dump(), query.run)
+
+
+def _address(values: dict[str, object], run: str | None) -> str:
+    if run:
         values = {k: v for k, v in values.items() if k not in RUN_FIELDS}
     return share_url(PAGE, values)
 
 
-def layout_url(query: PlannerQuery, layout: dict[str, object]) -> str:
-    """The page's address choosing `layout` (a result's layout data)."""
-    return shareable_url(query.model_copy(update={k: layout[k] for k in LAYOUT_FIELDS}))
+def layout_urls(query: PlannerQuery) -> Callable[[dict[str, object]], str]:
+    """The page's address choosing a layout (a result's layout data), for each of the fifty-odd
+    rows of the page: the query's inputs are read once, not once a row (a third of the page's
+    rendering when they were)."""
+    values = query.model_dump()
+    return lambda layout: _address({**values, **{k: layout[k] for k in LAYOUT_FIELDS}}, query.run)
 
 
 def _options() -> dict[str, object]:
@@ -256,7 +264,7 @@ def planner_context(request: Request) -> tuple[dict[str, object], int]:
         "view": view,
         "r": view.result,
         "picked": chosen["layout"] if chosen else None,
-        "layout_url": lambda layout: layout_url(query, layout),
+        "layout_url": layout_urls(query),
         "share_url": shareable_url(query),
         **_profile_choice(query.profile),
         **_options(),
@@ -302,7 +310,7 @@ add_calculator_pages(router, PAGE, "planner", planner_context, slot=planner_slot
 # in the route's thread.
 @router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
             dependencies=[Depends(planner_slot)])  # fmt: skip
-def planner_api(query: Annotated[PlannerInputs, Query()]) -> PlannerResult:
+def planner_api(query: Annotated[PlannerInputs, Query()]) -> Response:
     """Every valid dp x tp x pp x cp x ep layout of a model on a cluster, ranked by step time.
 
     Returns the fitting layouts fastest first (`top` of them), the Pareto front of step time
@@ -318,11 +326,11 @@ def planner_api(query: Annotated[PlannerInputs, Query()]) -> PlannerResult:
     communication alpha-beta over the links each group is placed on (Megatron-Core's
     tp-cp-ep-dp-pp order), the bubble from the schedules' closed forms.
     """
-    return searched(query, "query")
+    return kept_answer("planner", query, PlannerResult, lambda: searched(query, "query"))
 
 
 @router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
              dependencies=[Depends(planner_slot)])  # fmt: skip
-def planner_api_post(query: PlannerInputs) -> PlannerResult:
+def planner_api_post(query: PlannerInputs) -> Response:
     """The same as GET /api/calc/planner, with the inputs as a JSON body."""
-    return searched(query, "body")
+    return kept_answer("planner", query, PlannerResult, lambda: searched(query, "body"))

@@ -6,12 +6,14 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.calc.hardware import ACCELERATORS, DTYPE_LABELS
 from app.calc.roofline import attainable
 from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_result
 from app.calculators.pages import add_calculator_pages, share_url
+from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
 from app.worked.roofline import roofline_formulas
 
@@ -57,7 +59,7 @@ class RooflineResult(BaseModel):
 
 
 @router.get("/api/calc/roofline", response_model=RooflineResult, tags=["calculators"])
-def roofline_api(query: Annotated[RooflineQuery, Query()]) -> RooflineResult:
+def roofline_api(query: Annotated[RooflineQuery, Query()]) -> Response:
     """Arithmetic intensity of a matmul, an elementwise add or a dot product, the accelerator's
     ridge point, the compute- or memory-bound verdict and the time bounds.
 
@@ -66,7 +68,7 @@ def roofline_api(query: Annotated[RooflineQuery, Query()]) -> RooflineResult:
     (B > peak / bandwidth in bf16, e.g. 240 on TPU v5e, 295 on H100): How To Scale Your Model,
     "All About Rooflines". Peaks are dense datasheet figures.
     """
-    return RooflineResult.model_validate(roofline_result(query))
+    return kept_answer("roofline", query, RooflineResult, lambda: roofline_result(query))
 
 
 def shareable_url(query: RooflineQuery) -> str:

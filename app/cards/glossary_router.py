@@ -1,4 +1,5 @@
-"""The glossary page: every term in English and Chinese, searchable in either."""
+"""The glossary page: every term in English and Chinese, searchable in either. It depends only
+on the glossary, the language and the search: its main block is kept (app/page_cache.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from fastapi.responses import HTMLResponse
 
 from app.cards.glossary import Glossary
 from app.language import request_language
-from app.templating import templates
+from app.page_cache import kept_page
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
@@ -16,9 +17,9 @@ router = APIRouter(tags=["pages"], include_in_schema=False)
 def glossary_page(request: Request, q: str = "") -> HTMLResponse:
     glossary: Glossary = request.app.state.glossary
     lang = request_language(request)
-    terms = glossary.search(q[:200]) if q.strip() else glossary.terms
-    return templates.TemplateResponse(
-        request,
-        "cards/glossary.html",
-        {"q": q, "terms": terms, "total": len(glossary.terms), "lang": lang},
-    )
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        terms = glossary.search(q[:200]) if q.strip() else glossary.terms
+        return {"q": q, "terms": terms, "total": len(glossary.terms), "lang": lang}, 200, {}
+
+    return kept_page(request, "cards/glossary.html", (glossary, q), values)

@@ -1,4 +1,7 @@
-"""Card pages: the list (by tag), one card, the topic map, the cheat sheet and search."""
+"""Card pages: the list (by tag), one card, the topic map, the cheat sheet and search.
+
+Each depends only on the content, the language and its own query: its main block is rendered
+once and kept (app/page_cache.py), keyed on the content it was rendered from."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from app.journey.syllabus import in_path_order
 from app.journey.visits import record_visit
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
-from app.templating import templates
+from app.page_cache import kept_page
+from app.quiz.bank import QuestionBank
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
@@ -31,26 +35,26 @@ def _library(request: Request) -> CardLibrary:
 @router.get("", response_class=HTMLResponse)
 def card_list(request: Request, tag: str = "") -> HTMLResponse:
     library, lang = _library(request), request_language(request)
-    cards = [c for c in in_path_order(library.in_language(lang)) if not tag or tag in c.meta.tags]
-    return templates.TemplateResponse(
-        request,
-        "cards/index.html",
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        cards = [c for c in in_path_order(library.in_language(lang))
+                 if not tag or tag in c.meta.tags]  # fmt: skip
         # The glossary's link, for the template to show beside the map and the cheat sheet.
-        {
-            "cards": cards,
-            "tags": library.tags(),
-            "tag": tag,
-            "difficulty": DIFFICULTY,
-            "glossary_url": "/glossary",
-        },  # fmt: skip
-    )
+        return {"cards": cards, "tags": library.tags(), "tag": tag, "difficulty": DIFFICULTY,
+                "glossary_url": "/glossary"}, 200, {}  # fmt: skip
+
+    return kept_page(request, "cards/index.html", (library, tag), values)
 
 
 @router.get("/search", response_class=HTMLResponse)
 def card_search(request: Request, q: str = "") -> HTMLResponse:
     index: SearchIndex = request.app.state.search
-    hits = index.search(q[:200]) if q.strip() else []
-    return templates.TemplateResponse(request, "cards/search.html", {"q": q, "hits": hits})
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        hits = index.search(q[:200]) if q.strip() else []
+        return {"q": q, "hits": hits}, 200, {}
+
+    return kept_page(request, "cards/search.html", (index, q), values)
 
 
 def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
@@ -74,39 +78,39 @@ def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
 @router.get("/map", response_class=HTMLResponse)
 def topic_map(request: Request) -> HTMLResponse:
     """Every card as a node, an arrow from each prerequisite to the card that needs it."""
-    lang = request_language(request)
-    cards = in_path_order(_library(request).in_language(lang))
-    lines = ["flowchart TD"]
-    for i, c in enumerate(cards):
-        title = c.meta.short_title.replace('"', "'")
-        lines.append(f'  n{i}["{title}"]')
-        lines.append(f'  click n{i} "/cards/{c.meta.id}"')
-    index = {c.meta.id: i for i, c in enumerate(cards)}
-    for c in cards:
-        lines += [f"  n{index[p]} --> n{index[c.meta.id]}" for p in _direct_prerequisites(c, cards)]
-    return templates.TemplateResponse(
-        request, "cards/map.html", {"diagram": "\n".join(lines), "cards": cards}
-    )
+    library, lang = _library(request), request_language(request)
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        cards = in_path_order(library.in_language(lang))
+        lines = ["flowchart TD"]
+        for i, c in enumerate(cards):
+            title = c.meta.short_title.replace('"', "'")
+            lines.append(f'  n{i}["{title}"]')
+            lines.append(f'  click n{i} "/cards/{c.meta.id}"')
+        index = {c.meta.id: i for i, c in enumerate(cards)}
+        for c in cards:
+            lines += [f"  n{index[p]} --> n{index[c.meta.id]}"
+                      for p in _direct_prerequisites(c, cards)]  # fmt: skip
+        return {"diagram": "\n".join(lines), "cards": cards}, 200, {}
+
+    return kept_page(request, "cards/map.html", (library,), values)
 
 
 @router.get("/cheatsheet", response_class=HTMLResponse)
 def cheat_sheet(request: Request) -> HTMLResponse:
-    lang = request_language(request)
-    return templates.TemplateResponse(
-        request,
-        "cards/cheatsheet.html",
-        {"cards": in_path_order(_library(request).in_language(lang))},
-    )
-
-
-@router.get("/{card_id}", response_class=HTMLResponse)
-def card_page(request: Request, card_id: str) -> HTMLResponse:
     library, lang = _library(request), request_language(request)
-    original = library.get(card_id)
-    if original is None:
-        raise HTTPException(404, gettext("no card called '%(card)s'") % {"card": card_id})
-    record_visit(request)
-    card = library.edition(card_id, lang) or original
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        return {"cards": in_path_order(library.in_language(lang))}, 200, {}
+
+    return kept_page(request, "cards/cheatsheet.html", (library,), values)
+
+
+def card_values(
+    library: CardLibrary, bank: QuestionBank, card: Card, lang: str
+) -> dict[str, object]:
+    """cards/card.html's context for `card` (the edition a reader of `lang` is shown)."""
+    card_id = card.meta.id
     related = [CALCULATOR_PAGES[c] for c in card.meta.calculators if c in CALCULATOR_PAGES]
     related += [DEMO_PAGES[d] for d in card.meta.demos if d in DEMO_PAGES]
     path = [c.meta.id for c in in_path_order(library.all())]
@@ -119,19 +123,31 @@ def card_page(request: Request, card_id: str) -> HTMLResponse:
     switch = ("en", "English") if card.lang != "en" else None
     if card.lang == "en" and library.edition(card_id, "zh"):
         switch = ("zh", "中文")
-    quiz_items = request.app.state.quiz.for_cards([card_id])
-    return templates.TemplateResponse(
-        request,
-        "cards/card.html",
-        {
-            "card": card,
-            "other": switch,
-            "not_written": card.lang != lang,
-            "related": related,
-            "before": before,
-            "after": after,
-            "prerequisites": prerequisites,
-            "quiz_items": quiz_items,
-            "difficulty": DIFFICULTY,
-        },  # fmt: skip
-    )
+    return {
+        "card": card,
+        "other": switch,
+        "not_written": card.lang != lang,
+        "related": related,
+        "before": before,
+        "after": after,
+        "prerequisites": prerequisites,
+        "quiz_items": bank.for_cards([card_id]),
+        "difficulty": DIFFICULTY,
+    }
+
+
+@router.get("/{card_id}", response_class=HTMLResponse)
+def card_page(request: Request, card_id: str) -> HTMLResponse:
+    library, lang = _library(request), request_language(request)
+    original = library.get(card_id)
+    if original is None:
+        raise HTTPException(404, gettext("no card called '%(card)s'") % {"card": card_id})
+    record_visit(request)
+    card = library.edition(card_id, lang) or original
+    bank: QuestionBank = request.app.state.quiz
+
+    def values() -> tuple[dict[str, object], int, dict[str, str]]:
+        return card_values(library, bank, card, lang), 200, {}
+
+    # The title, the head's scripts and the layout's class read the card on every request.
+    return kept_page(request, "cards/card.html", (library, bank, card_id), values, {"card": card})

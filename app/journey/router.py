@@ -1,5 +1,14 @@
 """The home page (the path for a visitor, the dashboard for a learner), the steps of the path,
-and the study plan."""
+and the study plan.
+
+A visitor's home page is the same for every visitor in a language: its main block is kept
+(app/page_cache.py). A learner's pages read each row they need once, then hand the database
+connection back before the page renders: the page's header opens a session of its own, and
+requests that each hold one connection while they wait for a second starve the pool when many
+learners load pages at once. The dashboard, the page every learner opens first, goes further
+and reads in a session of its own, opened and closed in the route's thread: a connection taken
+by a dependency stays held while the event loop hands the request on to the route, and a loop
+that is itself waiting for a connection then never does."""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from sqlmodel import Session
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
@@ -27,14 +37,16 @@ from app.journey.service import (
     level_mastery,
     plan_for,
     position_of,
+    position_with_goal,
     questions_to_finish,
     set_goal,
 )
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS
 from app.language import request_language
+from app.page_cache import kept_page
 from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
-from app.security import CurrentUser, OptionalUser
+from app.security import CurrentUser, OptionalUser, optional_user
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -46,21 +58,33 @@ def _position(request: Request, session: SessionDep, user_id: int | None):  # no
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, user: OptionalUser, session: SessionDep) -> HTMLResponse:
+def home(request: Request) -> HTMLResponse:
     """A visitor sees the path; a signed-in learner, where they are on it and what is due."""
-    position = _position(request, session, user.id if user else None)
-    context: dict[str, object] = {"position": position, "levels": LEVELS}
+    state, lang = request.app.state, request_language(request)
+    with Session(state.engine) as session:  # not SessionDep: the module says why
+        user = optional_user(request, session)
+        if user is not None:
+            assert user.id is not None
+            goal = goal_of(session, user.id)
+            position = position_with_goal(session, user.id, goal, state.quiz, state.cards, lang)
+            # One read of the learner's item states serves both the progress and the plan, and
+            # the progress's topics the plan's priorities.
+            states = states_of(session, user.id)
+            progress = progress_of(session, user.id, state.quiz, state.cards, states=states)
     if user is None:
-        return templates.TemplateResponse(request, "index.html", context)
-    assert user.id is not None
-    state = request.app.state
-    # One read of the learner's item states serves both the progress and the plan.
-    states = states_of(session, user.id)
-    progress = progress_of(session, user.id, state.quiz, state.cards, states=states)
-    goal = goal_of(session, user.id)
-    plan = plan_for(goal, position, state.quiz, state.cards, states) if goal else None
-    titles = {c.meta.id: c.meta.title for c in state.cards.in_language(request_language(request))}
-    context |= {
+
+        def values() -> tuple[dict[str, object], int, dict[str, str]]:
+            position = position_of(None, None, state.quiz, state.cards, lang)
+            return {"position": position, "levels": LEVELS}, 200, {}
+
+        return kept_page(request, "index.html", (state.cards,), values)
+    plan = None
+    if goal:
+        plan = plan_for(goal, position, state.quiz, state.cards, states, topics=progress.topics)
+    titles = {c.meta.id: c.meta.title for c in state.cards.in_language(lang)}
+    context = {
+        "position": position,
+        "levels": LEVELS,
         "progress": progress,
         "goal": goal,
         "plan": plan,
@@ -94,6 +118,7 @@ def step_page(
     # Ticks are a learner's own. A visitor's visits and answers are kept nowhere: they
     # practise on /practice, a learner in the quiz, where the answers count.
     parts = parts_done(session, user.id, step, done) if user and user.id else None
+    session.close()  # every row is read: the connection goes back (the module says why)
     context = {"step": step, "after": after, "before": before, "position": position,
                "calculator": CALCULATOR_PAGES.get(step.calculator or ""),
                "demo": DEMO_PAGES.get(step.demo or ""),
@@ -107,12 +132,14 @@ def step_page(
 
 def _plan_page(request: Request, session: SessionDep, user_id: int, status_code: int = 200,
                **extra: object) -> HTMLResponse:  # fmt: skip
-    goal = goal_of(session, user_id)
-    position = _position(request, session, user_id)
     state = request.app.state
+    goal = goal_of(session, user_id)
+    position = position_with_goal(session, user_id, goal, state.quiz, state.cards,
+                                  request_language(request))  # fmt: skip
     plan = None
     if goal:
         plan = plan_for(goal, position, state.quiz, state.cards, states_of(session, user_id))
+    session.close()  # every row is read: the connection goes back (the module says why)
     titles = {s.card_id: s.card.meta.title for s in position.steps}
     short_titles = {s.card_id: s.card.meta.short_title for s in position.steps}
     numbers = {s.card_id: s.number for s in position.steps}

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import Session, col, select
@@ -25,7 +26,13 @@ from app.journey.syllabus import LEVELS, STEP_QUESTIONS, Level, Step, steps
 from app.quiz.bank import QuestionBank
 from app.quiz.items import GRADED_KINDS
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.progress import Progress, pooled_mastery, topic_progress, weakest_topics
+from app.quiz.progress import (
+    Progress,
+    TopicProgress,
+    pooled_mastery,
+    topic_progress,
+    weakest_topics,
+)
 
 MAX_PLAN_DAYS_AHEAD = 365
 # The interview core: the level a "design the run" question draws on, kept first by the plan.
@@ -36,11 +43,21 @@ def today_utc() -> date:
     return datetime.now(UTC).date()
 
 
+@lru_cache(maxsize=8)  # a bank is loaded once per app; keyed on the bank itself
+def _graded_per_card(bank: QuestionBank) -> dict[str, int]:
+    # Counted once: the dashboard asks for every card of the path, and the plan again.
+    counts: dict[str, int] = defaultdict(int)
+    for item in bank.all():
+        if item.kind in GRADED_KINDS:
+            counts[item.card] += 1
+    return dict(counts)
+
+
 def questions_to_finish(bank: QuestionBank, card_id: str, compressed: bool = False) -> int:
     """How many of a card's graded questions a learner answers right to finish its step (a
     compressed step, COMPRESSED_STEP_QUESTIONS)."""
-    graded = [i for i in bank.for_cards([card_id]) if i.kind in GRADED_KINDS]
-    return min(COMPRESSED_STEP_QUESTIONS if compressed else STEP_QUESTIONS, len(graded))
+    graded = _graded_per_card(bank).get(card_id, 0)
+    return min(COMPRESSED_STEP_QUESTIONS if compressed else STEP_QUESTIONS, graded)
 
 
 def answered_right(session: Session, user_id: int) -> set[str]:
@@ -88,7 +105,18 @@ def position_of(session: Session | None, user_id: int | None, bank: QuestionBank
     steps when their plan takes them."""
     if session is None or user_id is None:
         return Position(steps(library, lang), set())
-    goal = goal_of(session, user_id)
+    return position_with_goal(session, user_id, goal_of(session, user_id), bank, library, lang)
+
+
+def position_with_goal(
+    session: Session,
+    user_id: int,
+    goal: StudyGoal | None,
+    bank: QuestionBank,
+    library: CardLibrary,
+    lang: str = "en",
+) -> Position:
+    """position_of for a learner whose goal the caller has read already."""
     compressed = goal is not None and goal.compressed
     done = completed_cards(session, user_id, bank, compressed)
     return Position(steps(library, lang), done, compressed)
@@ -150,18 +178,29 @@ def step_work(step: Step, bank: QuestionBank, library: CardLibrary, compressed: 
     spaces to count words by, and says the same things."""
     english = library.get(step.card_id) or step.card
     n = questions_to_finish(bank, step.card_id, compressed)
-    words = compressed_words(english) if compressed else len(english.text.split())
+    words = compressed_words(english) if compressed else _word_count(english.text)
     return StepWork(step.card_id, step_minutes(words, n), n, tuple(english.meta.prerequisites))
 
 
+@lru_cache(maxsize=512)  # every card's text, counted once, not on each plan shown
+def _word_count(text: str) -> int:
+    return len(text.split())
+
+
 def plan_priority(
-    bank: QuestionBank, library: CardLibrary, states: list[ItemState], now: datetime
+    bank: QuestionBank,
+    library: CardLibrary,
+    states: list[ItemState],
+    now: datetime,
+    topics: list[TopicProgress] | None = None,
 ) -> list[str]:
     """The steps a plan keeps first when not all fit: the Design level (the interview core) in
     path order, then every topic the learner has answered, lowest mastery first
-    (app.quiz.progress's figure and order, as the dashboard's weakest topics)."""
+    (app.quiz.progress's figure and order, as the dashboard's weakest topics). `topics`: the
+    learner's topic_progress where the caller has it already (the dashboard does)."""
     core = next(level for level in LEVELS if level.key == CORE_LEVEL).cards
-    topics = topic_progress(bank, library, states, now)
+    if topics is None:
+        topics = topic_progress(bank, library, states, now)
     weakest = [t.card_id for t in weakest_topics(topics, limit=len(topics))]
     return list(dict.fromkeys([*core, *weakest]))
 
@@ -173,18 +212,29 @@ def plan_for(
     library: CardLibrary,
     states: Iterable[ItemState],
     today: date | None = None,
+    topics: list[TopicProgress] | None = None,
 ) -> StudyPlan:
     """The plan from today: the steps not done yet (compressed if the goal says so), and the
     reviews the learner's item states (app.quiz.review_queue.states_of) bring due; when the
-    steps do not all fit, plan_priority's steps are kept first."""
+    steps do not all fit, plan_priority's steps are kept first (`topics`: as plan_priority)."""
     states = list(states)
     work = [step_work(s, bank, library, goal.compressed)
             for s in position.steps if s.card_id not in position.done]  # fmt: skip
     known = {item.id for item in bank.all()}
     due = [s.due.astimezone(UTC).date() for s in states if s.item_id in known]
-    first = plan_priority(bank, library, states, datetime.now(UTC))
-    return plan_study(today or today_utc(), goal.interview_date, goal.minutes_per_day, work, due,
-                      first)  # fmt: skip
+    first = plan_priority(bank, library, states, datetime.now(UTC), topics)
+    return _planned(today or today_utc(), goal.interview_date, goal.minutes_per_day,
+                    tuple(work), tuple(sorted(due)), tuple(first))  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _planned(today: date, interview: date, minutes_per_day: int, work: tuple[StepWork, ...],
+             due: tuple[date, ...], first: tuple[str, ...]) -> StudyPlan:  # fmt: skip
+    """plan_study, made once per learner's state: the dashboard and the plan page show the same
+    plan until an answer, a finished step or a new day changes what it is made from (`due` in
+    order: plan_study counts the dates, whatever their order). The plan is shared: read it,
+    never change it."""
+    return plan_study(today, interview, minutes_per_day, work, due, first)
 
 
 @dataclass(frozen=True)

@@ -5,30 +5,42 @@ parts from them (app/journey/parts.py); a visitor's visits are not kept."""
 from __future__ import annotations
 
 from fastapi import Request
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from app.accounts.models import User
 from app.journey.models import CardVisit
+from app.page_cache import LruCache
 from app.security import SESSION_USER_KEY
+
+# The (database, learner, page) visits this process has seen kept: a page read again asks the
+# database nothing. Visits are never deleted, so what is here stays true; another process that
+# has not seen one asks the database, as this one did.
+_KEPT: LruCache[bool] = LruCache(max_entries=100_000, max_size=100_000)
 
 
 def record_visit(request: Request) -> None:
     """Keeps the page being shown (its path) as opened by the signed-in learner, once.
-    The card and calculator page handlers call it, after they know the page exists."""
+    The card and calculator page handlers call it, after they know the page exists.
+
+    The cookie's user is live and not disabled: forget_ended_session (app/security.py), an
+    app-wide dependency, has dropped the user of an ended session before any route runs."""
     user_id = request.session.get(SESSION_USER_KEY)
     if not isinstance(user_id, int):
         return
+    engine: Engine = request.app.state.engine
     page = request.url.path
-    with Session(request.app.state.engine) as session:
-        user = session.get(User, user_id)
-        if user is None or user.disabled:
-            return
+    _KEPT.get_or_make((engine, user_id, page), lambda: _keep(engine, user_id, page))
+
+
+def _keep(engine: Engine, user_id: int, page: str) -> bool:
+    with Session(engine) as session:
         seen = select(CardVisit.id).where(CardVisit.user_id == user_id, CardVisit.page == page)
         if session.exec(seen).first() is not None:
-            return  # only the first visit is kept: a page read again writes nothing
+            return True  # only the first visit is kept: a page read again writes nothing
         session.add(CardVisit(user_id=user_id, page=page))
         try:
             session.commit()
         except IntegrityError:
             session.rollback()  # the same first visit, from another tab a moment earlier
+    return True

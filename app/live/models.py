@@ -28,3 +28,38 @@ class DemoRun(SQLModel, table=True):
     message: str | None = None
     created_at: datetime = Field(default_factory=utc_now, index=True)
     finished_at: datetime | None = None
+
+
+class DemoQueueEntry(SQLModel, table=True):
+    """One run in the demo line that every web process shares (app/live/queue_store.py):
+    waiting for a worker, or running on one. The row leaves with its run."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    demo: str = Field(max_length=50)
+    # Whose place it is (app/live/queue_rules.py Owner): one place per account, a few per address.
+    account: str = Field(max_length=100)
+    address: str = Field(max_length=100)
+    user_id: int | None = None  # for the admin's list only; None: anonymous
+    cost_s: float
+    joined_at: datetime
+    round: int  # turns go by round, then by id (app/live/queue_rules.py)
+    state: str = Field(default="waiting", max_length=10)  # waiting or running
+    worker: str | None = Field(default=None, max_length=255)  # host:port, while running
+    # Set by the admin: a waiting run leaves the line, a running one's stream stops its job.
+    cancelled: bool = False
+    # Renewed every few seconds by the process that holds the run; a row whose process died
+    # stops being renewed and is dropped, so the line never wedges.
+    heartbeat_at: datetime
+    process: str = Field(max_length=100)  # host:pid:nonce of the web process holding it
+
+
+class DemoQueueState(SQLModel, table=True):
+    """The line's one row of shared state; every change to the line first updates it, which
+    makes the changes one at a time across processes (app/live/queue_store.py says how)."""
+
+    id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
+    round: int = 0  # of the run that started last
+    # Per address, the round of its latest run while that is not behind `round`.
+    last_rounds: dict[str, int] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False)
+    )

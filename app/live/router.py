@@ -33,18 +33,14 @@ from app.i18n import N_, gettext, say
 from app.live.demo_page import DemoPage
 from app.live.job_cost import estimated_cost_s
 from app.live.pages import DEMO_PAGES
-from app.live.queue import (
-    JobQueue,
-    Owner,
-    QueueBusy,
-    QueueCancelled,
-    QueueEntry,
-    until_cancelled,
-)
+from app.live.queue import QueueCancelled, SharedQueue
+from app.live.queue_rules import Owner, QueueBusy, QueueEntry
 from app.live.recorded_runs import router as recorded_runs_router
 from app.live.run_view import RunView, card_links, failure_event, status_event
 from app.live.runs import finish_run, start_run
-from app.live.worker_client import WorkerClient, WorkerUnavailable
+from app.live.worker_client import WorkerUnavailable
+from app.live.worker_pool import WorkerPool
+from app.live.worker_process import LocalWorker
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
 from app.security import SESSION_CSRF_KEY, SESSION_USER_KEY
 from app.templating import templates
@@ -56,11 +52,11 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/demos", tags=["demos"])
 
 
-def _client(request: Request) -> WorkerClient:
-    return request.app.state.worker_client
+def _pool(request: Request) -> WorkerPool:
+    return request.app.state.worker_pool
 
 
-def _queue(request: Request) -> JobQueue:
+def _queue(request: Request) -> SharedQueue:
     return request.app.state.demo_queue
 
 
@@ -130,17 +126,17 @@ def add_demo_routes(page: DemoPage) -> None:
         )
 
     async def run_panel(request: Request) -> HTMLResponse:
-        """Checks the form and the line, asks the worker its size, returns the run panel."""
+        """Checks the form and the line, asks a worker its size, returns the run panel."""
         params, errors = parse(request)
         if params is None:
             return _errors(request, errors, 422)
         try:
-            _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
+            await _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
         except QueueBusy as exc:
             return _unavailable(request, str(exc))
         await ensure_worker(request)
         try:
-            status = await _client(request).status(timeout_s=30.0)
+            status = await _pool(request).any_status(timeout_s=30.0)
         except WorkerUnavailable as exc:
             return _unavailable(request, str(exc))
         # A worker's device bounds some specs (a model size only a GPU steps in time) and, with
@@ -163,8 +159,8 @@ def add_demo_routes(page: DemoPage) -> None:
         return templates.TemplateResponse(request, f"demos/_{page.demo}_run.html", context)
 
     async def checked_params(request: Request) -> BaseModel:
-        """The stream's parameters, checked before any byte of the stream is sent. Async, so
-        the line is read on the event loop that changes it (app/live/queue.py)."""
+        """The stream's parameters, checked before any byte of the stream is sent (the line
+        is read in the thread pool)."""
         query = {k: v for k, v in query_inputs(request).items() if v != ""}
         try:
             params = page.params.model_validate(query)
@@ -172,7 +168,7 @@ def add_demo_routes(page: DemoPage) -> None:
             errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
             raise RequestValidationError(errors) from exc
         try:
-            _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
+            await _queue(request).check(_owner(request), estimated_cost_s(page.demo, params))
         except QueueBusy as exc:
             raise HTTPException(503, str(exc), headers=RETRY_AFTER) from exc
         count_demo_launch(request)  # only a launch that will run counts
@@ -194,6 +190,7 @@ def add_demo_routes(page: DemoPage) -> None:
     async def relay(request: Request, params: BaseModel) -> AsyncIterable[ServerSentEvent]:
         queue = _queue(request)
         cost_s = estimated_cost_s(page.demo, params)
+        await ensure_worker(request)
         try:
             async with queue.place(_owner(request), page.demo, cost_s) as entry:
                 async for ahead in queue.turns(entry):
@@ -207,6 +204,11 @@ def add_demo_routes(page: DemoPage) -> None:
         except QueueCancelled:
             yield failure_event(request, gettext(CANCELLED_BY_ADMIN))
             yield status_event(request, gettext("Not started."))
+        except WorkerUnavailable as exc:  # its turn came, and no worker answered
+            log.warning("%s demo found no worker: %s", page.demo, exc)
+            yield failure_event(request, lost_worker_message(request, None, str(exc)))
+            yield status_event(request, gettext("Not started."))
+            await restart_lost_worker(request, None, str(exc))
         yield ServerSentEvent(event="done", data="done")
 
     async def run_and_record(
@@ -218,9 +220,9 @@ def add_demo_routes(page: DemoPage) -> None:
         view = RunView(request, page, params, run_id)
         recorded: list[dict[str, Any]] = []
         outcome, message, backend = "cancelled", None, None
-        await ensure_worker(request)
-        events = _client(request).run(page.demo, params.model_dump())
-        watched = until_cancelled(entry, events)
+        assert entry.worker is not None  # set when its turn came
+        events = _pool(request).client(entry.worker).run(page.demo, params.model_dump())
+        watched = _queue(request).until_cancelled(entry, events)
         try:
             async for event in watched:
                 kind = event.get("event")
@@ -235,23 +237,25 @@ def add_demo_routes(page: DemoPage) -> None:
                 recorded.append(event)
                 if kind == "error":
                     outcome, message = "failed", str(event.get("message", "the demo failed"))
-                    log.warning("%s demo failed: %s", page.demo, message)
+                    log.warning("%s demo failed on %s: %s", page.demo, entry.worker, message)
+                    if event.get("worker_lost"):
+                        _pool(request).mark_down(entry.worker, message)
                 elif kind == "done":
                     outcome = "done"
                 for shown in view.render(event):
                     yield shown
-            if outcome == "cancelled" and entry.cancelled.is_set():
+            if outcome == "cancelled" and entry.cancelled:
                 message = CANCELLED_BY_ADMIN
                 log.info("%s demo cancelled by the admin", page.demo)
                 yield failure_event(request, gettext(CANCELLED_BY_ADMIN))
                 yield status_event(request, gettext("Cancelled."))
-        except WorkerUnavailable as exc:
+        except WorkerUnavailable as exc:  # lost mid-run: it is failed like a crashed rank
             outcome, message = "failed", str(exc)
-            log.warning("%s demo lost the worker: %s", page.demo, message)
-            restarting = gettext("%(message)s. The worker is being restarted.")
-            yield failure_event(request, restarting % {"message": message})
+            log.warning("%s demo lost the worker at %s: %s", page.demo, entry.worker, message)
+            _pool(request).mark_down(entry.worker, message)
+            yield failure_event(request, lost_worker_message(request, entry.worker, message))
             yield status_event(request, gettext("Failed."))
-            await restart_worker(request, reason=message)
+            await restart_lost_worker(request, entry.worker, message)
         finally:
             await watched.aclose()
             await events.aclose()
@@ -289,9 +293,25 @@ async def ensure_worker(request: Request) -> None:
         worker.start()
 
 
-async def restart_worker(request: Request, reason: str) -> None:
-    """A worker that stopped answering mid-job cannot be trusted: replace the local one."""
+def _local_worker_among(request: Request, addresses: list[str]) -> LocalWorker | None:
     worker = request.app.state.worker
+    return worker if worker is not None and worker.address in addresses else None
+
+
+def lost_worker_message(request: Request, address: str | None, message: str) -> str:
+    """What the page says of a worker that stopped answering (`address`; None: no worker of
+    the pool answered): a local one is restarted (`restart_lost_worker`), and the page says
+    so; the next runs go to the others (WorkerPool.mark_down)."""
+    lost = _pool(request).addresses if address is None else [address]
+    if _local_worker_among(request, lost) is None:
+        return message
+    return gettext("%(message)s. The worker is being restarted.") % {"message": message}
+
+
+async def restart_lost_worker(request: Request, address: str | None, reason: str) -> None:
+    """A worker that stopped answering mid-job cannot be trusted: replace the local one."""
+    lost = _pool(request).addresses if address is None else [address]
+    worker = _local_worker_among(request, lost)
     if worker is not None:
         log.warning("restarting the local demo worker: %s", reason)
         await asyncio.to_thread(worker.restart)

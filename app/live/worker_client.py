@@ -136,9 +136,12 @@ class WorkerClient:
             while True:
                 event = await self._read_event(reader, self.read_timeout_s)
                 if event is None:
+                    # Rank 0 itself is gone (a crashed rank's error comes from rank 0):
+                    # `worker_lost` tells the app to send the next runs elsewhere.
                     yield {
                         "event": "error",
                         "message": "the demo worker closed the connection before the job ended",
+                        "worker_lost": True,
                     }
                     return
                 yield event

@@ -29,7 +29,7 @@ from pydantic import (
 from sqlmodel import Session, SQLModel, select
 
 from app.calc.planner import RULES
-from app.db import SQLITE_INTEGERS
+from app.db import STORED_INTEGERS
 from app.i18n import gettext
 from app.journey.models import MAX_MINUTES_PER_DAY, MIN_MINUTES_PER_DAY, StudyGoal
 from app.quiz.design_run import DesignAnswer, Verdict
@@ -69,12 +69,23 @@ def _in_utc(value: datetime) -> datetime:
 
 
 FileTime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
-# SQLite stores an integer in 8 bytes: a count past that failed the import with a 500 too.
-StoredCount = Annotated[int, Field(ge=0, le=SQLITE_INTEGERS.stop - 1)]
+# A count past what an Integer column holds (4 bytes on PostgreSQL, 8 on SQLite) failed the
+# import with a 500 too.
+StoredCount = Annotated[int, Field(ge=0, le=STORED_INTEGERS.stop - 1)]
+
+
+def _nul_replaced(text: str) -> str:
+    # PostgreSQL's text cannot hold a NUL (SQLite's can): one is kept as U+FFFD, the character
+    # for one that cannot be shown, on either database, so a file imports the same into both.
+    # JSON columns keep a NUL as it is, escaped.
+    return text.replace("\x00", "\ufffd")
+
+
+StoredText = AfterValidator(_nul_replaced)
 
 
 class ExportedState(_Strict):
-    item_id: Annotated[str, Field(min_length=1, max_length=100)]
+    item_id: Annotated[str, Field(min_length=1, max_length=100), StoredText]
     fsrs_card: dict[str, Any]
     reviews: StoredCount
     lapses: StoredCount
@@ -93,20 +104,20 @@ RubricIndex = Annotated[int, Field(ge=0, lt=8)]  # an item has at most 8 rubric 
 
 
 class ExportedAttempt(_Strict):
-    item_id: Annotated[str, Field(min_length=1, max_length=100)]
-    kind: Annotated[str, Field(max_length=20)]
+    item_id: Annotated[str, Field(min_length=1, max_length=100), StoredText]
+    kind: Annotated[str, Field(max_length=20), StoredText]
     question_params: dict[str, float | int]
-    prompt: str
+    prompt: Annotated[str, StoredText]
     answer: float | None
     expected: float | None
-    answer_text: Annotated[str, Field(max_length=200)]
-    unit: Annotated[str, Field(max_length=20)]
+    answer_text: Annotated[str, Field(max_length=200), StoredText]
+    unit: Annotated[str, Field(max_length=20), StoredText]
     correct: bool
     rating: Annotated[int, Field(ge=1, le=4)] | None
     duration_ms: StoredCount | None
     created_at: FileTime
     # A free response (files from before issue #27 have none of these).
-    response: Annotated[str, Field(max_length=MAX_RESPONSE_CHARS)] | None = None
+    response: Annotated[str, Field(max_length=MAX_RESPONSE_CHARS), StoredText] | None = None
     rubric_ticked: Annotated[list[RubricIndex], Field(max_length=8)] | None = None
     score: Annotated[float, Field(ge=0, le=1)] | None = None
 
@@ -127,7 +138,7 @@ class ExportedDesign(_Strict):
     rules: list[str]
     created_at: FileTime
     # A system-design round's id and answer sheet (issue #27); None for a "design the run".
-    round_id: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    round_id: Annotated[str, Field(min_length=1, max_length=80), StoredText] | None = None
     sheet: dict[str, Any] | None = None
 
     @field_validator("rules")

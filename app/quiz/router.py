@@ -14,7 +14,7 @@ from starlette.datastructures import FormData
 
 from app.calc.messages import Message, words_of
 from app.cards.service import CardLibrary
-from app.db import SessionDep
+from app.db import STORED_INTEGERS, SessionDep
 from app.errors import is_htmx
 from app.forms import SubmittedForm
 from app.i18n import N_, gettext, say
@@ -201,10 +201,12 @@ def answer(
 
 
 def _attempt_id(value: object) -> int | None:
-    """The form's attempt id; None for anything that cannot be one (SQLite's ids fit in 8
-    bytes, so a longer number is no row either)."""
+    """The form's attempt id; None for anything that cannot be one (an id is a 4-byte
+    integer on PostgreSQL, so a larger number is no row either, rather than a 500)."""
     text = str(value)
-    return int(text) if text.isdigit() and len(text) <= 18 else None
+    if not text.isdigit() or len(text) > 10:
+        return None
+    return int(text) if int(text) in STORED_INTEGERS else None
 
 
 @router.post("/quiz/undo", response_class=HTMLResponse, response_model=None)

@@ -6,9 +6,9 @@ the oldest account (lowest id) keeps its name, each later one gets its own name 
 "-3", ... added (the first such name nobody has), and every rename is logged as a warning so
 the operator can tell those users their new name. Their passwords and data stay as they were.
 
-SQLite's lower() folds only A-Z, and usernames have only ever been ASCII letters, digits and
-"_.-" (app/accounts/schemas.py), so the duplicates found here with lower() are exactly the
-names the index would refuse.
+SQLite's lower() folds only A-Z (PostgreSQL's folds more, by its locale), and usernames have
+only ever been ASCII letters, digits and "_.-" (app/accounts/schemas.py), so the duplicates
+found here with lower() are exactly the names the index would refuse, on either database.
 
 Revision ID: 0013
 Revises: 0012
@@ -48,7 +48,11 @@ def _free_name(username: str, taken: set[str]) -> str:
 def upgrade() -> None:
     """Upgrade schema."""
     conn = op.get_bind()
-    users = conn.execute(sa.text("SELECT id, username, lower(username) FROM user ORDER BY id"))
+    # Core, not text(): "user" is a reserved word on PostgreSQL, and the dialect quotes it.
+    user = sa.table("user", sa.column("id", sa.Integer), sa.column("username", sa.String))
+    users = conn.execute(
+        sa.select(user.c.id, user.c.username, sa.func.lower(user.c.username)).order_by(user.c.id)
+    )
     rows = users.all()
     taken = {folded for _id, _name, folded in rows}
     kept: dict[str, tuple[int, str]] = {}  # lower(name) -> the oldest account with it
@@ -58,10 +62,7 @@ def upgrade() -> None:
             continue
         new_name = _free_name(username, taken)
         taken.add(new_name.lower())
-        conn.execute(
-            sa.text("UPDATE user SET username = :name WHERE id = :id"),
-            {"name": new_name, "id": user_id},
-        )
+        conn.execute(user.update().where(user.c.id == user_id).values(username=new_name))
         older_id, older_name = kept[folded]
         log.warning(
             "renamed user %r (id %s) to %r: usernames are now the same whatever their case, "

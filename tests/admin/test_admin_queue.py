@@ -1,5 +1,6 @@
-"""The admin page's demo queue (issue #25, "Demo lockout"): every run on the worker or waiting
-for it, with who, from where, since when and at what estimated cost, and a Cancel for each."""
+"""The admin page's demo queue (issue #25, "Demo lockout"): every run on a worker or waiting
+for one, with who, from where, since when, at what estimated cost and on which worker, and a
+Cancel for each."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from app.live.queue import JobQueue, Owner, QueueCancelled
+from app.live.queue import QueueCancelled, SharedQueue
+from app.live.queue_rules import Owner
 from tests.admin.test_admin_page import _make_admin
 from tests.live.test_queue_routes import wait_until
 from tests.utils import log_out, register
@@ -20,16 +22,25 @@ from tests.utils import log_out, register
 @contextmanager
 def line(client: TestClient, *places: tuple[Owner, str, float]) -> Iterator[list[object]]:
     """Each (owner, demo, cost) takes a place in the app's own line, in order, and keeps it
-    until the block ends; the list holds what each place ended with (None, or the error)."""
-    queue: JobQueue = client.app.state.demo_queue
+    until the block ends; the list holds what each place ended with (None, or the error).
+
+    The first place takes the app's one worker as its turn would, without asking it (nothing
+    listens there in these tests); the others wait for it, and close their pages at the end."""
+    queue: SharedQueue = client.app.state.demo_queue
+    workers = client.app.state.worker_pool.addresses
     release = threading.Event()
     endings: list[object] = []
 
-    async def hold(owner: Owner, demo: str, cost_s: float) -> None:
+    async def hold(owner: Owner, demo: str, cost_s: float, first: bool) -> None:
         try:
             async with queue.place(owner, demo, cost_s) as entry:
-                async for _ahead in queue.turns(entry):
-                    pass
+                if first:
+                    assert await anyio.to_thread.run_sync(
+                        queue.store.start, entry.id, workers[0], workers
+                    )
+                else:
+                    async for _ahead in queue.turns(entry):
+                        pass
                 await anyio.to_thread.run_sync(release.wait)
             endings.append(None)
         except QueueCancelled as exc:
@@ -37,15 +48,16 @@ def line(client: TestClient, *places: tuple[Owner, str, float]) -> Iterator[list
 
     futures = []
     for place in places:
-        futures.append(client.portal.start_task_soon(hold, *place))
+        futures.append(client.portal.start_task_soon(hold, *place, not futures))
         joined = len(futures)
-        wait_until(lambda joined=joined: len(queue.entries) == joined)  # in this order
+        wait_until(lambda joined=joined: len(queue.store.line()) == joined)  # in this order
     try:
         yield endings
     finally:
+        for waiting in futures[1:]:
+            waiting.cancel()
         release.set()
-        for future in futures:
-            future.result(10)
+        futures[0].result(10)
 
 
 def _admin(client: TestClient) -> int:
@@ -67,9 +79,10 @@ def test_the_admin_sees_each_run_in_the_line(client: TestClient) -> None:
     with line(client, (ada, "zero_stages", 21.7), (visitor, "all_reduce", 0.4)):
         page = client.get("/admin").text
     running, waiting = _row(page, 1), _row(page, 2)
-    for cell in ("zero_stages", "root", "198.51.100.7", "21.7 s", "running"):
+    (worker,) = client.app.state.worker_pool.addresses
+    for cell in ("zero_stages", "root", "198.51.100.7", "21.7 s", "running", worker):
         assert f"<td>{cell}</td>" in running, cell
-    for cell in ("all_reduce", "anonymous", "203.0.113.9", "0.4 s", "waiting"):
+    for cell in ("all_reduce", "anonymous", "203.0.113.9", "0.4 s", "waiting", ""):
         assert f"<td>{cell}</td>" in waiting, cell
     assert 'hx-post="/admin/queue/2/cancel"' in waiting and 'name="csrf_token"' in waiting
     assert page.index('<tr id="queued-1">') < page.index('<tr id="queued-2">')
@@ -103,7 +116,7 @@ def test_only_an_admin_cancels(client: TestClient, who: str) -> None:
     with line(client, (Owner("user:9", "198.51.100.9", 9), "all_reduce", 1)) as endings:
         response = client.post("/admin/queue/1/cancel", follow_redirects=False)
         assert response.status_code == (303 if who == "anonymous" else 403)
-        assert not endings and len(client.app.state.demo_queue.entries) == 1
+        assert not endings and len(client.app.state.demo_queue.store.line()) == 1
 
 
 def test_a_cancel_without_the_csrf_token_is_refused(client: TestClient) -> None:
@@ -111,4 +124,4 @@ def test_a_cancel_without_the_csrf_token_is_refused(client: TestClient) -> None:
     with line(client, (Owner("user:9", "198.51.100.9", 9), "all_reduce", 1)):
         del client.headers["X-CSRF-Token"]
         assert client.post("/admin/queue/1/cancel").status_code == 403
-        assert not client.app.state.demo_queue.entries[0].cancelled.is_set()
+        assert not client.app.state.demo_queue.store.line()[0].cancelled

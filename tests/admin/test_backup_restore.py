@@ -1,10 +1,12 @@
-"""Backup and restore end to end: the real app in its own process takes answers over HTTP
-while `python -m app.admin backup` copies its database; the backup, restored into a fresh
-data directory, serves every user, the group, the recorded demo run and each answer the app
-acknowledged before the backup began, and nothing answered after it finished."""
+"""Backup and restore end to end, on SQLite and on PostgreSQL: the real app in its own
+process takes answers over HTTP while `python -m app.admin backup` copies its database; the
+backup, restored into a fresh data directory (and a database never used), serves every user,
+the group, the recorded demo run and each answer the app acknowledged before the backup
+began, and nothing answered after it finished."""
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import subprocess
@@ -21,6 +23,7 @@ import pytest
 from app.config import ROOT_DIR
 from app.live.worker_process import LocalWorker
 from bench.quiz_durability import ITEM, answer_text, free_port, signed_in_client, start_server
+from tests.pg_server import require_server
 
 pytestmark = pytest.mark.demo  # one real all-reduce, on the suite's shared worker
 
@@ -63,9 +66,35 @@ class Writer:
         return [answer_text(n) for n, t in enumerate(self.sent_at) if t > moment]
 
 
-def _admin(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _admin(data_dir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "app.admin", "--data-dir", str(data_dir), *args]
-    return subprocess.run(command, cwd=ROOT_DIR, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        command, cwd=ROOT_DIR, env={**os.environ, **env}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+def _databases(kind: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The settings that name the app's database and the one restored into: SQLite's files
+    follow the data directories; on PostgreSQL the second is new and never migrated."""
+    if kind == "sqlite":
+        return {}, {}
+    server = require_server()
+    live = server.url(server.create_database())
+    fresh = server.url(server.create_database(template="template0"))
+    return {"SHARDLAB_DATABASE_URL": live}, {"SHARDLAB_DATABASE_URL": fresh}
+
+
+def _independent_check(backup: Path, kind: str) -> None:
+    """The file is a consistent snapshot by its own database's tools, not the CLI's."""
+    if kind == "sqlite":
+        with sqlite3.connect(f"file:{backup}?mode=ro", uri=True) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conn.close()
+        return
+    listing = subprocess.run(["pg_restore", "--list", str(backup)], capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr
+    assert "TABLE DATA public quizattempt" in listing.stdout
 
 
 def _wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
@@ -102,7 +131,7 @@ def _users_group_and_demo_run(base_url: str) -> tuple[dict[str, httpx.Client], s
 
 
 def _answer_through_a_backup(
-    clients: list[httpx.Client], data: Path, backup: Path
+    clients: list[httpx.Client], data: Path, env: dict[str, str], backup: Path
 ) -> tuple[list[Writer], float, float]:
     """One writer thread per client answers before, during and after a backup subprocess;
     the writers, and when the backup started and finished."""
@@ -117,7 +146,7 @@ def _answer_through_a_backup(
             "answers before the backup",
         )
         backup_started = time.monotonic()
-        made = _admin(data, "backup", str(backup))
+        made = _admin(data, env, "backup", str(backup))
         backup_finished = time.monotonic()
         _wait_for(
             lambda: all(
@@ -136,34 +165,33 @@ def _answer_through_a_backup(
     return writers, backup_started, backup_finished
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_backup_taken_under_load_restores_everything_acknowledged_before_it(
-    tmp_path: Path, demo_worker: tuple[LocalWorker, str, str]
+    tmp_path: Path, demo_worker: tuple[LocalWorker, str, str], kind: str
 ) -> None:
     _, worker_address, worker_token = demo_worker
-    data, fresh, backup = tmp_path / "data", tmp_path / "fresh", tmp_path / "backup.db"
+    data, fresh, backup = tmp_path / "data", tmp_path / "fresh", tmp_path / "backup"
+    live_db, fresh_db = _databases(kind)
     port = free_port()
     worker = {"SHARDLAB_WORKER_ADDRESS": worker_address, "SHARDLAB_WORKER_TOKEN": worker_token}
-    server = start_server(data, port, worker)
+    server = start_server(data, port, {**worker, **live_db})
     try:
         clients, group_url, run_url = _users_group_and_demo_run(f"http://127.0.0.1:{port}")
         writers, backup_started, backup_finished = _answer_through_a_backup(
-            list(clients.values()), data, backup
+            list(clients.values()), data, live_db, backup
         )
         for client in clients.values():
             client.close()
     finally:
         _stop(server)
 
-    # The file itself is a consistent snapshot: SQLite's own check, independent of the CLI's.
-    with sqlite3.connect(f"file:{backup}?mode=ro", uri=True) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    conn.close()
+    _independent_check(backup, kind)
 
     # Into a directory that does not exist yet, as on a new machine.
-    restored = _admin(fresh, "restore", str(backup), "--yes")
+    restored = _admin(fresh, fresh_db, "restore", str(backup), "--yes")
     assert restored.returncode == 0, restored.stderr
     port = free_port()
-    server = start_server(fresh, port)
+    server = start_server(fresh, port, fresh_db)
     try:
         # Read back through the app: each user logs in with their password ...
         base_url = f"http://127.0.0.1:{port}"
@@ -190,8 +218,8 @@ def test_a_backup_taken_under_load_restores_everything_acknowledged_before_it(
         for client in clients.values():
             client.close()
 
-        # The running app holds its data directory: a second restore is refused.
-        refused = _admin(fresh, "restore", str(backup), "--yes")
+        # The running app holds its data directory and database: a second restore is refused.
+        refused = _admin(fresh, fresh_db, "restore", str(backup), "--yes")
         assert refused.returncode == 2 and "the app is running" in refused.stderr
     finally:
         _stop(server)

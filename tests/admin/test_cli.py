@@ -1,4 +1,5 @@
-"""The admin CLI on a real SQLite file: accounts, invites, online backup, checked restore."""
+"""The admin CLI on a real database (the SQLite file, or in the PostgreSQL pass a database
+of the test's own): accounts, invites, online backup, checked restore."""
 
 from __future__ import annotations
 
@@ -10,15 +11,26 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 from app.accounts.invites import invite_problem
 from app.accounts.models import User
 from app.admin.__main__ import main
 from app.admin.backup import app_lock
-from app.config import ROOT_DIR
+from app.config import ROOT_DIR, Settings
 from app.db import make_engine
 from app.security import verify_password
+from tests.pg_server import require_server
+from tests.utils import database_under_test
+
+
+@pytest.fixture(autouse=True)
+def _database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads its database from the environment, as in a container."""
+    if database_under_test() == "postgresql":
+        url = require_server().database_for(tmp_path / "data")
+        monkeypatch.setenv("SHARDLAB_DATABASE_URL", url)
 
 
 def _cli(data_dir: Path, *args: str, password: str | None = None, monkeypatch=None) -> int:
@@ -29,8 +41,12 @@ def _cli(data_dir: Path, *args: str, password: str | None = None, monkeypatch=No
     return main(["--data-dir", str(data_dir), *args])
 
 
+def _url(data_dir: Path) -> str:
+    return Settings(data_dir=data_dir).database_url
+
+
 def _users(data_dir: Path) -> dict[str, User]:
-    engine = make_engine(f"sqlite:///{data_dir / 'shardlab.db'}")
+    engine = make_engine(_url(data_dir))
     with Session(engine) as session:
         users = {u.username: u for u in session.exec(select(User))}
     engine.dispose()
@@ -158,7 +174,7 @@ def test_create_list_and_revoke_invites(tmp_path: Path, capsys) -> None:
     assert "no invite with the code or id 'nope'" in capsys.readouterr().err
     assert _cli(data, "create-invite", "--uses", "101") == 2
     assert "1 to 100 uses" in capsys.readouterr().err
-    engine = make_engine(f"sqlite:///{data / 'shardlab.db'}")
+    engine = make_engine(_url(data))
     with Session(engine) as session:
         assert "withdrawn by the admin" in invite_problem(session, code)
     engine.dispose()
@@ -178,6 +194,7 @@ def _write_steadily(database: Path, stop: threading.Event, written: list[int]) -
     conn.close()
 
 
+@pytest.mark.sqlite_only  # PostgreSQL's: tests/admin/test_pg_backup.py
 def test_backup_is_consistent_while_the_app_writes(tmp_path: Path, monkeypatch) -> None:
     data = tmp_path / "data"
     _cli(
@@ -231,7 +248,7 @@ def test_restore_brings_back_the_backup_and_refuses_while_the_app_runs(
         password="correct horse",
         monkeypatch=monkeypatch,
     )
-    running = app_lock(data)
+    running = app_lock(data, _url(data))
     try:
         assert _cli(data, "restore", str(backup), "--yes") == 2
         assert "the app is running" in capsys.readouterr().err
@@ -242,6 +259,7 @@ def test_restore_brings_back_the_backup_and_refuses_while_the_app_runs(
     assert set(_users(data)) == {"ada"}
 
 
+@pytest.mark.sqlite_only  # PostgreSQL's: tests/admin/test_pg_backup.py
 def test_restore_refuses_a_damaged_or_foreign_file(tmp_path: Path, monkeypatch, capsys) -> None:
     data = tmp_path / "data"
     _cli(

@@ -1,11 +1,10 @@
-"""`python -m app.admin repair-progress` on a real SQLite file: FSRS cards stored before the
-progress import checked them (#25, finding 7), broken here with plain SQL, are found, reported
-per user and mended; --dry-run changes nothing; the pages answer meanwhile."""
+"""`python -m app.admin repair-progress` on a real database: FSRS cards stored before the
+progress import checked them (#25, finding 7), broken here with plain UPDATEs, are found,
+reported per user and mended; --dry-run changes nothing; the pages answer meanwhile."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,12 +13,14 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlalchemy import Engine, update
+from sqlmodel import Session, col, select
 
 from app.admin.__main__ import main
 from app.admin.repair import repair_progress
 from app.config import ROOT_DIR, Settings
 from app.main import create_app
+from app.quiz.models import ItemState, QuizAttempt
 from app.quiz.stored_cards import checked_card
 from tests.quiz.conftest import FIXTURE_CONTENT
 from tests.quiz.test_review import RIGHT, answer
@@ -36,8 +37,15 @@ BROKEN = {
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    # The CLI finds the app's database as a container's does: in the environment.
+    monkeypatch.setenv("SHARDLAB_DATABASE_URL", settings.database_url)
+    return settings
+
+
+def _engine(client: TestClient) -> Engine:
+    return client.app.state.engine
 
 
 @pytest.fixture
@@ -53,63 +61,63 @@ def client(settings: Settings) -> Iterator[TestClient]:
         for _ in range(2):
             assert answer(client, "fx-single", **RIGHT["fx-single"]).status_code == 200
         log_out(client)
-        with sqlite3.connect(settings.database_path) as conn:
+        cards = _cards(client)
+        with _engine(client).begin() as conn:
             for item_id, change in BROKEN.items():
-                (card,) = conn.execute(
-                    "SELECT fsrs_card FROM itemstate WHERE user_id = 1 AND item_id = ?", (item_id,)
-                ).fetchone()
                 conn.execute(
-                    "UPDATE itemstate SET fsrs_card = ? WHERE user_id = 1 AND item_id = ?",
-                    (json.dumps({**json.loads(card), **change}), item_id),
+                    update(ItemState)
+                    .where(col(ItemState.user_id) == 1, col(ItemState.item_id) == item_id)
+                    .values(fsrs_card={**cards[item_id], **change})
                 )
             (attempt_id, previous) = conn.execute(
-                "SELECT id, previous_state FROM quizattempt WHERE user_id = 2 "
-                "AND previous_state IS NOT NULL"
-            ).fetchone()
-            previous = json.loads(previous)
+                select(QuizAttempt.id, QuizAttempt.previous_state).where(
+                    QuizAttempt.user_id == 2, col(QuizAttempt.previous_state).is_not(None)
+                )
+            ).one()
             previous["fsrs_card"].update(state=3, step=None)
             conn.execute(
-                "UPDATE quizattempt SET previous_state = ? WHERE id = ?",
-                (json.dumps(previous), attempt_id),
+                update(QuizAttempt)
+                .where(col(QuizAttempt.id) == attempt_id)
+                .values(previous_state=previous)
             )
-        conn.close()
         yield client
 
 
-def _stored(settings: Settings) -> dict[str, str]:
-    """Every stored card as its raw text, by where it is kept."""
-    with sqlite3.connect(settings.database_path) as conn:
-        states = conn.execute("SELECT user_id, item_id, fsrs_card, due FROM itemstate").fetchall()
+def _stored(client: TestClient) -> dict[str, str]:
+    """Every stored card as it is kept, by where it is kept."""
+    with _engine(client).connect() as conn:
+        states = conn.execute(
+            select(ItemState.user_id, ItemState.item_id, ItemState.fsrs_card, ItemState.due)
+        ).all()
         previous = conn.execute(
-            "SELECT id, previous_state FROM quizattempt WHERE previous_state IS NOT NULL"
-        ).fetchall()
-    conn.close()
-    return {f"{u}:{i}": f"{card} {due}" for u, i, card, due in states} | {
-        f"attempt {a}": p for a, p in previous
-    }
+            select(QuizAttempt.id, QuizAttempt.previous_state).where(
+                col(QuizAttempt.previous_state).is_not(None)
+            )
+        ).all()
+    kept = {f"{u}:{i}": f"{json.dumps(card, sort_keys=True)} {due}" for u, i, card, due in states}
+    return kept | {f"attempt {a}": json.dumps(p, sort_keys=True) for a, p in previous}
 
 
-def _cards(settings: Settings) -> dict[str, dict]:
-    with sqlite3.connect(settings.database_path) as conn:
-        rows = conn.execute("SELECT item_id, fsrs_card FROM itemstate WHERE user_id = 1")
-        cards = {item_id: json.loads(card) for item_id, card in rows}
-    conn.close()
-    return cards
+def _cards(client: TestClient) -> dict[str, dict]:
+    with _engine(client).connect() as conn:
+        rows = conn.execute(
+            select(ItemState.item_id, ItemState.fsrs_card).where(ItemState.user_id == 1)
+        )
+        return dict(rows.tuples().all())
 
 
-def _undo_card(settings: Settings) -> dict:
-    with sqlite3.connect(settings.database_path) as conn:
-        (previous,) = conn.execute(
-            "SELECT previous_state FROM quizattempt WHERE previous_state IS NOT NULL"
-        ).fetchone()
-    conn.close()
-    return json.loads(previous)["fsrs_card"]
+def _undo_card(client: TestClient) -> dict:
+    with _engine(client).connect() as conn:
+        previous = conn.execute(
+            select(QuizAttempt.previous_state).where(col(QuizAttempt.previous_state).is_not(None))
+        ).scalar_one()
+    return previous["fsrs_card"]
 
 
 def test_broken_cards_are_found_reported_and_mended(
     client: TestClient, settings: Settings, capsys
 ) -> None:
-    broken = _cards(settings)
+    broken = _cards(client)
     for item_id in BROKEN:
         with pytest.raises(ValueError):
             checked_card(broken[item_id])
@@ -120,10 +128,10 @@ def test_broken_cards_are_found_reported_and_mended(
     for page in ("/", "/progress", "/quiz/browse", "/progress/export"):
         assert client.get(page).status_code == 200, page
 
-    before = _stored(settings)
+    before = _stored(client)
     assert main(["--data-dir", str(settings.data_dir), "repair-progress", "--dry-run"]) == 0
     dry_run = capsys.readouterr().out
-    assert _stored(settings) == before
+    assert _stored(client) == before
     assert "ada (id 1): 5 card(s)\n" in dry_run and "bob (id 2): 1 card(s)\n" in dry_run
     assert "dry run: 6 card(s) of 2 user(s) would be repaired; nothing changed" in dry_run
 
@@ -149,8 +157,8 @@ def test_broken_cards_are_found_reported_and_mended(
     ]
     assert lines[7].startswith("  fx-single (undo state of answer ")
 
-    mended = _cards(settings)
-    for card in [*mended.values(), _undo_card(settings)]:
+    mended = _cards(client)
+    for card in [*mended.values(), _undo_card(client)]:
         checked_card(card)
     # A time without a zone was UTC; a bad step restarts the relearning steps; the rest keep
     # what they had.
@@ -159,7 +167,7 @@ def test_broken_cards_are_found_reported_and_mended(
         "last_review": "2026-11-01T10:00:00+00:00",
     }
     assert mended["fx-generated"] == {**broken["fx-generated"], "step": 0}
-    assert _undo_card(settings)["step"] == 0
+    assert _undo_card(client)["step"] == 0
     for item_id in ("fx-flash", "fx-multiple", "fx-numeric"):  # new cards, as never answered
         assert mended[item_id] | {"card_id": 0, "due": ""} == {
             "card_id": 0, "state": 1, "step": 0, "stability": None, "difficulty": None,
@@ -186,12 +194,13 @@ def test_a_card_in_review_without_stability_is_refused_by_the_import_and_mended(
     assert response.status_code == 422
     assert "stability must be a positive number" in response.text
 
-    with sqlite3.connect(settings.database_path) as conn:
+    with _engine(client).begin() as conn:
+        card = conn.execute(select(ItemState.fsrs_card).where(ItemState.user_id == 2)).scalar_one()
         conn.execute(
-            "UPDATE itemstate SET fsrs_card = json_set(fsrs_card, '$.state', 2, "
-            "'$.stability', NULL) WHERE user_id = 2"
+            update(ItemState)
+            .where(col(ItemState.user_id) == 2)
+            .values(fsrs_card={**card, "state": 2, "stability": None})
         )
-    conn.close()
     now = datetime(2026, 12, 1, tzinfo=UTC)
     with Session(client.app.state.engine) as session:
         mended = [m for m in repair_progress(session, now=now) if m.user_id == 2]
@@ -199,8 +208,7 @@ def test_a_card_in_review_without_stability_is_refused_by_the_import_and_mended(
         "the FSRS card's stability must be a positive number, not None: "
         "replaced by a new card, due now"
     ]
-    with sqlite3.connect(settings.database_path) as conn:
-        (due,) = conn.execute("SELECT due FROM itemstate WHERE user_id = 2").fetchone()
-    conn.close()
-    assert due.startswith("2026-12-01 00:00:00")
+    with _engine(client).connect() as conn:
+        due = conn.execute(select(ItemState.due).where(ItemState.user_id == 2)).scalar_one()
+    assert due == now
     assert answer(client, "fx-single", **RIGHT["fx-single"]).status_code == 200

@@ -81,6 +81,8 @@ def test_the_admin_cli_ends_the_users_sessions(
 ) -> None:
     register(client, "ada", "correct horse")
     ada = client.cookies[COOKIE]
+    # The CLI finds the app's database as a container's does: in the environment.
+    monkeypatch.setenv("SHARDLAB_DATABASE_URL", settings.database_url)
     for command in commands:
         monkeypatch.setattr(sys, "stdin", io.StringIO(f"{password}\n"))
         assert main(["--data-dir", str(settings.data_dir), *command]) == 0

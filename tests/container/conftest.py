@@ -51,16 +51,19 @@ def image(container_daemon: None, tmp_path_factory: pytest.TempPathFactory) -> s
 
 @dataclass
 class Stack:
-    """compose.yaml started as the project PROJECT, its app published on base_url."""
+    """A compose file (compose.yaml unless told) started as `project`, its app published on
+    base_url."""
 
     compose: list[str]
     env: dict[str, str]
     base_url: str
     healthy_after_s: float = 0.0
+    project: str = PROJECT
+    compose_file: str = "compose.yaml"
 
     def __call__(self, *args: str, stdin: str | None = None, timeout_s: float = 120) -> str:
         result = runtime.run(
-            [*self.compose, "-p", PROJECT, "-f", "compose.yaml", *args],
+            [*self.compose, "-p", self.project, "-f", self.compose_file, *args],
             timeout_s=timeout_s,
             check=False,
             cwd=ROOT_DIR,

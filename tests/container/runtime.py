@@ -107,9 +107,9 @@ def compose_command() -> list[str]:
     raise RuntimeMissing("no Compose (Debian: apt-get install docker-compose)")
 
 
-def base_images() -> list[str]:
-    """The images the Dockerfile starts FROM (its stages' own names excluded)."""
-    text = (ROOT_DIR / "Dockerfile").read_text()
+def base_images(dockerfile: Path = ROOT_DIR / "Dockerfile") -> list[str]:
+    """The images a Dockerfile starts FROM (its stages' own names excluded)."""
+    text = dockerfile.read_text()
     stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, flags=re.M | re.I))
     return sorted(set(re.findall(r"^FROM\s+(\S+)", text, flags=re.M)) - stages)
 
@@ -196,19 +196,24 @@ def torch_requirement() -> str:
     return match.group(1)
 
 
-def build_image(tag: str, torch_index_url: str) -> float:
-    """`docker build` of the repository's Dockerfile; returns the seconds it took.
+def build_image(tag: str, torch_index_url: str | None, context: Path = ROOT_DIR) -> float:
+    """`docker build` of the Dockerfile in `context` (the repository's, by default); returns
+    the seconds it took. torch_index_url is the app image's TORCH_INDEX_URL; None for an
+    image that installs no torch (deploy/postgres).
 
     The classic builder: BuildKit is not part of Debian 12's docker.io. The build's RUN
-    steps use the host's network (no bridge here) to reach PyPI and the loopback index.
+    steps use the host's network (no bridge here) to reach PyPI, Debian's mirror and the
+    loopback index.
     """
     started = time.monotonic()
     env = {**os.environ, "DOCKER_BUILDKIT": "0"}
+    build_args = (
+        [] if torch_index_url is None else ["--build-arg", f"TORCH_INDEX_URL={torch_index_url}"]
+    )
     result = run(
         [
-            "docker", "build", "--network", "host",
-            "--build-arg", f"TORCH_INDEX_URL={torch_index_url}",
-            "--tag", tag, str(ROOT_DIR),
+            "docker", "build", "--network", "host", *build_args,
+            "--tag", tag, str(context),
         ],
         timeout_s=2400,
         check=False,

@@ -140,7 +140,8 @@ def test_demo_launches_are_rate_limited_per_address(app_client: TestClient) -> N
     """The run panel only checks the limit; a stream that starts is what counts."""
     limits = app_client.app.state.limits
     saved = limits["demo"]
-    limits["demo"] = SlidingWindow(parse_rate("2/hour"))
+    # Its own name, so launches by earlier tests on this shared app do not count.
+    limits["demo"] = SlidingWindow(app_client.app.state.engine, "demo-2", parse_rate("2/hour"))
     try:
         run = {"size_mib": 1, "iterations": 1}
         for _ in range(3):  # checking, or a refused stream, does not use the allowance up

@@ -15,7 +15,8 @@ from sqlmodel import Session, select
 
 from app.accounts.models import User
 from app.live.models import DemoRun
-from app.live.queue import JobQueue, Owner, QueueEntry
+from app.live.queue import SharedQueue
+from app.live.queue_rules import Owner, QueueEntry
 from tests.admin.test_admin_page import _make_admin
 from tests.utils import refresh_csrf, register
 
@@ -25,12 +26,15 @@ LONG_RUN = {"size_mib": 64, "iterations": 20}
 
 
 def browser_at(client: TestClient, address: str) -> TestClient:
-    """Another browser, at client address `address`, on the same running app and event loop
-    (the line's waiters belong to that loop)."""
+    """Another browser, at client address `address`, on the same running app and event loop."""
     browser = TestClient(client.app, client=(address, 50000))
     browser.portal = client.portal
     refresh_csrf(browser)
     return browser
+
+
+def waiting(queue: SharedQueue) -> int:
+    return sum(not entry.running for entry in queue.store.line())
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
@@ -44,7 +48,7 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
 def worker_held(client: TestClient, address: str = "192.0.2.250") -> Iterator[QueueEntry]:
     """A run from `address` holds the worker (without running anything) until the block
     ends; it yields that run's entry."""
-    queue: JobQueue = client.app.state.demo_queue
+    queue: SharedQueue = client.app.state.demo_queue
     release = threading.Event()
     held: list[QueueEntry] = []
 
@@ -96,27 +100,27 @@ def test_accounts_from_one_address_no_longer_lock_everyone_out(app_client: TestC
     """The finding, through the routes: accounts behind one address each started a run and
     filled the line. Now the address holds two places; the third account is refused with
     the reason, and a visitor from another address still gets a place."""
-    queue: JobQueue = app_client.app.state.demo_queue
+    queue: SharedQueue = app_client.app.state.demo_queue
     accounts = [browser_at(app_client, "203.0.113.7") for _ in range(3)]
     for n, browser in enumerate(accounts):
         register(browser, f"sock{n}")
     visitor = browser_at(app_client, "198.51.100.23")
     with worker_held(app_client):
         first, second = (start_stream(browser, SMALL_RUN) for browser in accounts[:2])
-        wait_until(lambda: queue.waiting == 2)
+        wait_until(lambda: waiting(queue) == 2)
         refused = accounts[2].get("/demos/all-reduce/stream", params=SMALL_RUN)
         assert refused.status_code == 503
         assert "2 demo runs from your address are already running or waiting" in refused.text
         assert accounts[2].get("/demos/all-reduce/run", params=SMALL_RUN).status_code == 503
         assert visitor.get("/demos/all-reduce/run", params=SMALL_RUN).status_code == 200
-        owners = [entry.owner for entry in queue.entries]
+        owners = [entry.owner for entry in queue.store.line()]
         assert [o.address for o in owners] == ["192.0.2.250", "203.0.113.7", "203.0.113.7"]
         sockets = {user_id(app_client, "sock0"), user_id(app_client, "sock1")}
         assert {o.user_id for o in owners[1:]} == sockets
     for answer in (first(), second()):  # once the worker was free, both ran
         assert answer.status_code == 200
         assert "Queued: 1 run(s) ahead of this one" in answer.text and "Finished." in answer.text
-    assert not queue.entries
+    assert not queue.store.line()
 
 
 def test_a_second_run_from_the_same_account_is_refused_from_any_address(
@@ -128,7 +132,7 @@ def test_a_second_run_from_the_same_account_is_refused_from_any_address(
     refresh_csrf(phone)
     with worker_held(app_client):
         running = start_stream(home, SMALL_RUN)
-        wait_until(lambda: app_client.app.state.demo_queue.waiting == 1)
+        wait_until(lambda: waiting(app_client.app.state.demo_queue) == 1)
         for path in ("/demos/all-reduce/run", "/demos/all-reduce/stream"):
             response = phone.get(path, params=SMALL_RUN)
             assert response.status_code == 503 and "already have a demo running" in response.text
@@ -136,25 +140,25 @@ def test_a_second_run_from_the_same_account_is_refused_from_any_address(
 
 
 def test_the_admin_cancels_a_waiting_run_and_its_page_says_so(app_client: TestClient) -> None:
-    queue: JobQueue = app_client.app.state.demo_queue
+    queue: SharedQueue = app_client.app.state.demo_queue
     admin, visitor = browser_at(app_client, "192.0.2.41"), browser_at(app_client, "192.0.2.42")
     register(admin, "root-waiting")
     _make_admin(admin, "root-waiting")
     with worker_held(app_client):
         stream = start_stream(visitor, SMALL_RUN)
-        wait_until(lambda: queue.waiting == 1)
-        waiting = queue.entries[1]
+        wait_until(lambda: waiting(queue) == 1)
+        queued = queue.store.line()[1]
         page = admin.get("/admin").text
-        assert f'<tr id="queued-{waiting.id}">' in page and "<td>192.0.2.42</td>" in page
-        listing = admin.post(f"/admin/queue/{waiting.id}/cancel", headers={"HX-Request": "true"})
-        assert listing.status_code == 200 and f'id="queued-{waiting.id}"' not in listing.text
+        assert f'<tr id="queued-{queued.id}">' in page and "<td>192.0.2.42</td>" in page
+        listing = admin.post(f"/admin/queue/{queued.id}/cancel", headers={"HX-Request": "true"})
+        assert listing.status_code == 200 and f'id="queued-{queued.id}"' not in listing.text
         answer = stream()  # ended while the worker is still held
     assert "cancelled by the admin" in answer.text and "Not started." in answer.text
     assert "Running on" not in answer.text
 
 
 def test_the_admin_cancels_the_running_run_and_the_worker_goes_on(app_client: TestClient) -> None:
-    queue: JobQueue = app_client.app.state.demo_queue
+    queue: SharedQueue = app_client.app.state.demo_queue
     admin, visitor = browser_at(app_client, "192.0.2.51"), browser_at(app_client, "192.0.2.52")
     register(admin, "root-running")
     _make_admin(admin, "root-running")
@@ -162,7 +166,7 @@ def test_the_admin_cancels_the_running_run_and_the_worker_goes_on(app_client: Te
     stream = start_stream(visitor, LONG_RUN)
     wait_until(lambda: recorded_runs(app_client, "running") > before)  # past the line
     started = time.monotonic()
-    response = admin.post(f"/admin/queue/{queue.entries[0].id}/cancel", follow_redirects=False)
+    response = admin.post(f"/admin/queue/{queue.store.line()[0].id}/cancel", follow_redirects=False)
     assert response.status_code == 303
     answer = stream()
     assert time.monotonic() - started < 5

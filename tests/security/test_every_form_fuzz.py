@@ -346,7 +346,9 @@ def world() -> Iterator[World]:
 
 def _make_world(app: FastAPI, client: TestClient) -> World:
     # The import's limit is fixed in the app (app/ratelimit.py): a real limiter, set high.
-    app.state.limits["import"] = SlidingWindow(parse_rate("1000000/hour"))
+    app.state.limits["import"] = SlidingWindow(
+        app.state.engine, "import", parse_rate("1000000/hour")
+    )
     bank, cards = app.state.quiz, app.state.cards
     routes = form_routes(app)
     fields = template_fields()

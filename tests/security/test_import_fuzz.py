@@ -82,7 +82,9 @@ def learner() -> Iterator[Learner]:
     app = create_app(make_settings(data))
     with TestClient(app) as client:
         # The import's limit is fixed in the app (app/ratelimit.py): a real limiter, set high.
-        app.state.limits["import"] = SlidingWindow(parse_rate("1000000/hour"))
+        app.state.limits["import"] = SlidingWindow(
+            app.state.engine, "import", parse_rate("1000000/hour")
+        )
         register(client, "ada", "correct horse")
         with Session(app.state.engine) as session:
             user_id = session.exec(select(User.id).where(User.username == "ada")).one()

@@ -1,0 +1,171 @@
+"""Parts of pages rendered once and kept: what depends only on the content, the language and
+the page's own inputs (a card's text, a calculator's form and result), never on who asks.
+
+A page is its template rendered in two parts. The `main` block, the costly part, is rendered
+as a visitor sees it (no user, CSRF_HOLE for the CSRF token) and kept under a key that names
+everything it depends on; the page around it (the header with the user's name and token, the
+bar back to a step) is rendered afresh on every request around the kept block
+(templates/_kept_main.html), and the token put in last. A kept block is the same for everyone,
+and the page each user gets is the one the template alone would give them. An htmx fragment
+with no page around it is kept whole, the same way.
+
+Keys hold the content they were rendered from (the app's CardLibrary and QuestionBank), so
+content loaded anew, by a new app, never meets a block rendered from the old one.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from markupsafe import Markup
+
+from app.language import request_language
+from app.security import csrf_token
+from app.templating import templates
+
+Value = TypeVar("Value")
+
+# Stands for the CSRF token in kept HTML: letters and digits only, so escaping leaves it as it
+# is, and random per process, so no card or input can spell it.
+CSRF_HOLE = f"csrf{secrets.token_hex(16)}"
+KEPT_MAIN_TEMPLATE = "_kept_main.html"
+
+
+class LruCache(Generic[Value]):
+    """At most `max_entries` values and `max_size` of their sizes (`size_of`), the least
+    recently used dropped first. Safe across the thread pool's threads; two threads that miss
+    the same key at once both make it, and one value stays."""
+
+    def __init__(self, max_entries: int, max_size: int,
+                 size_of: Callable[[Value], int] = lambda _value: 1) -> None:  # fmt: skip
+        self.max_entries, self.max_size, self._size_of = max_entries, max_size, size_of
+        self._values: OrderedDict[Hashable, tuple[Value, int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Value]) -> Value:
+        with self._lock:
+            found = self._values.get(key)
+            if found is not None:
+                self._values.move_to_end(key)
+                self.hits += 1
+                return found[0]
+            self.misses += 1
+        value = make()  # outside the lock: a slow render holds up no other key
+        size = self._size_of(value)
+        if size > self.max_size:
+            return value  # larger than the whole cache: served, not kept
+        with self._lock:
+            if key not in self._values:
+                self._values[key] = (value, size)
+                self._size += size
+            while len(self._values) > self.max_entries or self._size > self.max_size:
+                _key, (_value, dropped) = self._values.popitem(last=False)
+                self._size -= dropped
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._size = 0
+            self.hits = self.misses = 0
+
+
+@dataclass(frozen=True)
+class KeptHtml:
+    """A main block or a fragment as a visitor sees it, and the status and headers it is
+    answered with (a calculator answers 422 for bad inputs, HX-Replace-Url for good ones)."""
+
+    html: str
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+# Card pages, the map and such are bounded by the content; calculators by the LRU. A block is
+# 5-130 KB, so the bound that matters is on characters: some 24 MB of ASCII.
+KEPT: LruCache[KeptHtml] = LruCache(4096, 24_000_000, lambda kept: len(kept.html))
+
+# What a route gives when a part is not kept yet: the template's context, the status, and
+# headers for the response.
+Values = Callable[[], tuple[Mapping[str, object], int, Mapping[str, str]]]
+
+
+def _page_context(request: Request) -> dict[str, object]:
+    """What every template gets besides its own values (app/templating.py's processors)."""
+    found: dict[str, object] = {"request": request}
+    for processor in templates.context_processors:
+        found.update(processor(request))
+    return found
+
+
+def _as_visitor(request: Request, template: str, values: Values, main_only: bool) -> KeptHtml:
+    """The template's main block (`main_only`) or the whole template, rendered with no user
+    and CSRF_HOLE for the token: nothing of the requester's can be in what is kept."""
+    context, status, headers = values()
+    kept: list[str] = []
+
+    def keep(html: Markup) -> Markup:
+        kept.append(str(html))
+        return html
+
+    everything = {**_page_context(request), **context, "user": None, "csrf_token": CSRF_HOLE}
+    if main_only:
+        everything.update(kept_page_template=template, kept_main_html=None, keep_main=keep)
+        templates.get_template(KEPT_MAIN_TEMPLATE).render(everything)
+        html = kept[0]
+    else:
+        html = templates.get_template(template).render(everything)
+    return KeptHtml(html, status, tuple(headers.items()))
+
+
+def kept_page(
+    request: Request,
+    template: str,
+    key: Hashable,
+    values: Values,
+    around: Mapping[str, object] | None = None,
+) -> HTMLResponse:
+    """`template` as TemplateResponse renders it, its main block kept under `key` (with the
+    template's name and the language).
+
+    `values()` gives the template's context, asked only when the block is not kept yet, so
+    everything the block shows must follow from `key` and the language. `around`: what the
+    template's other blocks (title, head, scripts) read, given on every request."""
+    lang = request_language(request)
+    main = KEPT.get_or_make(
+        (template, lang, key), lambda: _as_visitor(request, template, values, main_only=True)
+    )
+    context = _page_context(request)
+    token = str(context["csrf_token"])
+    context.update(around or {})
+    context.update(
+        kept_page_template=template, kept_main_html=Markup(main.html), csrf_token=CSRF_HOLE
+    )
+    html = templates.get_template(KEPT_MAIN_TEMPLATE).render(context)
+    return HTMLResponse(
+        html.replace(CSRF_HOLE, token), status_code=main.status, headers=dict(main.headers)
+    )
+
+
+def kept_fragment(request: Request, template: str, key: Hashable, values: Values) -> HTMLResponse:
+    """An htmx fragment (a template that extends nothing), kept whole under `key` (with the
+    template's name and the language), as kept_page keeps a main block."""
+    lang = request_language(request)
+    kept = KEPT.get_or_make(
+        (template, lang, key), lambda: _as_visitor(request, template, values, main_only=False)
+    )
+    html = kept.html
+    if CSRF_HOLE in html:
+        html = html.replace(CSRF_HOLE, csrf_token(request))
+    return HTMLResponse(html, status_code=kept.status, headers=dict(kept.headers))

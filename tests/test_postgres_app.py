@@ -1,0 +1,140 @@
+"""The app on PostgreSQL, whichever database the rest of the pass uses: the setting that
+chooses it, the engine's connections, ids bounded to 4-byte integers, a restart that keeps a
+learner's answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+from sqlalchemy import text
+from sqlmodel import Session
+
+from app.config import Settings
+from app.db import APPLICATION_NAME, get_row, make_engine
+from app.main import create_app
+from app.quiz.models import StudyGroup
+from tests.pg_server import PostgresServer
+from tests.utils import csrf_token, make_settings, refresh_csrf, register
+
+
+def test_no_database_url_is_the_sqlite_file_in_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert settings.database_url == f"sqlite:///{tmp_path / 'shardlab.db'}"
+    assert settings.database_kind == "sqlite"
+    assert settings.database_path == tmp_path / "shardlab.db"
+
+
+def test_the_environment_names_a_postgresql_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql+psycopg://shardlab:secret@db:5432/shardlab"
+    monkeypatch.setenv("SHARDLAB_DATABASE_URL", url)
+    settings = Settings(data_dir=tmp_path)
+    assert (settings.database_url, settings.database_kind) == (url, "postgresql")
+    with pytest.raises(ValueError, match="there is no SQLite file"):
+        settings.database_path  # noqa: B018 - the property is what is tested
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://u:p@db/shardlab", "write postgresql+psycopg://"),
+        ("mysql+pymysql://u:p@db/shardlab", "mysql+pymysql:// is not supported"),
+        ("sqlite://", "must name a file"),
+        ("sqlite:///:memory:", "must name a file"),
+        ("postgresql+psycopg://u:p@db", "must name the database"),
+        ("db.example.org:5432", "not a database URL"),
+    ],
+)
+def test_a_database_url_we_do_not_run_on_is_refused_with_the_forms_we_do(
+    monkeypatch: pytest.MonkeyPatch, url: str, says: str
+) -> None:
+    monkeypatch.setenv("SHARDLAB_DATABASE_URL", url)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    assert says in str(refused.value)
+
+
+def _pg_settings(postgres: PostgresServer, data_dir: Path) -> Settings:
+    return make_settings(data_dir, database_url_setting=postgres.database_for(data_dir))
+
+
+def test_the_app_s_connections_name_themselves(postgres: PostgresServer, tmp_path: Path) -> None:
+    settings = _pg_settings(postgres, tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/healthz").status_code == 200
+        database = settings.database_url.rsplit("/", 1)[1]
+        with postgres.connect() as conn:
+            names = conn.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = %s", (database,)
+            ).fetchall()
+    # The app's lock connection and its pool's: a restore counts these to refuse.
+    assert names and {name for (name,) in names} == {APPLICATION_NAME}
+
+
+@pytest.mark.parametrize("key", [2**31, -(2**31) - 1, 2**63])
+def test_an_id_past_4_bytes_is_no_row_on_postgresql(
+    postgres: PostgresServer, tmp_path: Path, key: int
+) -> None:
+    settings = _pg_settings(postgres, tmp_path / "data")
+    engine = make_engine(settings.database_url)
+    with Session(engine) as session:
+        # PostgreSQL's integer column refuses the value itself ("out of range"): a 500
+        # before the bound.
+        assert get_row(session, StudyGroup, key) is None
+        assert get_row(session, StudyGroup, 2**31 - 1) is None  # holdable, and not there
+    engine.dispose()
+    with TestClient(create_app(settings)) as client:
+        register(client)
+        assert client.get(f"/groups/{key}").status_code == 404
+        assert client.post(f"/groups/{key}/leave").status_code == 404
+
+
+def test_answers_survive_a_restart_on_postgresql(postgres: PostgresServer, tmp_path: Path) -> None:
+    settings = _pg_settings(postgres, tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        register(client, "ada")
+        created = client.post("/groups", data={"name": "Night owls"}, follow_redirects=False)
+        assert created.status_code == 303
+    with TestClient(create_app(settings)) as client:
+        refresh_csrf(client)
+        page = client.post(
+            "/login",
+            data={"username": "ADA", "password": "correct horse"},
+            follow_redirects=True,
+        )
+        assert page.status_code == 200
+        assert "Night owls" in client.get("/groups").text
+    engine = make_engine(settings.database_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM studygroup")).scalar_one() == 1
+    engine.dispose()
+
+
+def test_a_nul_in_a_log_in_form_is_refused_and_one_in_an_import_is_kept_as_ufffd(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """PostgreSQL's text cannot hold a NUL (psycopg will not even send one in a WHERE clause):
+    a log-in name with one is refused; an imported answer's is kept as U+FFFD."""
+    settings = _pg_settings(postgres, tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        typed = {"username": "ada\x00", "password": "correct horse"}
+        login = client.post("/login", data={**typed, "csrf_token": csrf_token(client)})
+        assert login.status_code == 422 and "NUL" in login.text
+        register(client, "ada")
+        exported = client.get("/progress/export").json()
+        attempt = {
+            "item_id": "fx-numeric", "kind": "numeric", "question_params": {},
+            "prompt": "How many bytes?\x00", "answer": 2.0, "expected": 2.0, "answer_text": "2",
+            "unit": "B", "correct": True, "rating": 3, "duration_ms": 1000,
+            "created_at": "2026-11-01T10:00:00+00:00",
+        }  # fmt: skip
+        body = json.dumps({**exported, "attempts": [attempt]})
+        response = client.post("/progress/import", files={"file": ("p.json", body)})
+        assert response.status_code == 200, response.text[-2000:]
+        (kept,) = client.get("/progress/export").json()["attempts"]
+        assert kept["prompt"] == "How many bytes?\ufffd"
