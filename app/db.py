@@ -17,12 +17,12 @@ from sqlmodel import Session, create_engine
 from app.config import ROOT_DIR, database_kind
 
 # What every ShardLab connection to PostgreSQL calls itself in pg_stat_activity: a restore
-# counts them to refuse while the app runs (app/admin/backup.py).
+# counts them to refuse while the app runs (app/admin/pg_backup.py).
 APPLICATION_NAME = "shardlab"
 
 # Each web process keeps up to POOL_SIZE connections open and opens up to POOL_OVERFLOW more
-# under a burst: 4 processes use at most 60 of PostgreSQL's default 100, leaving room for
-# the admin CLI, backups and a worker service.
+# under a burst, besides the one holding its app lock (app/admin/pg_backup.py): 4 processes
+# use at most 64 of PostgreSQL's default 100, leaving room for the admin CLI and backups.
 POOL_SIZE = 5
 POOL_OVERFLOW = 10
 
