@@ -103,7 +103,7 @@ def _cards(client: TestClient) -> dict[str, dict]:
         rows = conn.execute(
             select(ItemState.item_id, ItemState.fsrs_card).where(ItemState.user_id == 1)
         )
-        return dict(rows.tuples().all())
+        return dict(rows.all())
 
 
 def _undo_card(client: TestClient) -> dict:
