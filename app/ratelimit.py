@@ -141,8 +141,9 @@ class SlidingWindow:
             if count <= self.rate.count:
                 return 0.0
             transaction.rollback()
-        with self.engine.connect() as conn:
-            return self._wait_s(*self._window(conn, key, now), now)
+        # Refused: without this event the window holds count - 1, and this one, the newest,
+        # was not the oldest, so the wait needs no second read.
+        return self._wait_s(count - 1, oldest, now)
 
     def _insert(self, conn: Connection, key: str, now: float) -> None:
         conn.execute(insert(_EVENT).values(name=self.name, key=key, at=now))
