@@ -20,7 +20,13 @@ ROOT_DIR = Path(__file__).resolve().parent.parent
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHARDLAB_", env_file=".env", env_ignore_empty=True, extra="ignore"
+        env_prefix="SHARDLAB_",
+        env_file=".env",
+        env_ignore_empty=True,
+        extra="ignore",
+        # A refused setting's message names the field, never its value: a database URL holds
+        # a password.
+        hide_input_in_errors=True,
     )
 
     data_dir: Path = Field(

@@ -31,6 +31,10 @@ POOL_OVERFLOW = 10
 MIGRATION_LOCK_KEY = 0x53485244
 
 
+SQLITE_POOL_SIZE = 40
+SQLITE_POOL_OVERFLOW = 10
+
+
 def make_engine(url: str) -> Engine:
     if database_kind(url) == "postgresql":
         return create_engine(
@@ -42,7 +46,14 @@ def make_engine(url: str) -> Engine:
             max_overflow=POOL_OVERFLOW,
             connect_args={"application_name": APPLICATION_NAME},
         )
-    engine = create_engine(url, connect_args={"check_same_thread": False})
+    # As many connections as the thread pool has threads (AnyIO's default, 40) and a few for
+    # the event loop's own reads: SQLAlchemy's default of 5 + 10 had threads queue for one.
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False},
+        pool_size=SQLITE_POOL_SIZE,
+        max_overflow=SQLITE_POOL_OVERFLOW,
+    )
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI objects are untyped

@@ -9,6 +9,7 @@ Every line also names the host and process that wrote it: with several web proce
 from __future__ import annotations
 
 import contextvars
+import itertools
 import json
 import logging
 import re
@@ -80,6 +81,16 @@ def configure_logging(log_format: str, level: str) -> None:
     logging.getLogger("uvicorn.access").disabled = True
 
 
+# Request ids need to be unique, not secret: a random prefix per process and a counter, rather
+# than a system call for random bytes on every request.
+_ID_PREFIX = secrets.token_hex(4)
+_id_counter = itertools.count(1)
+
+
+def _next_request_id() -> str:
+    return f"{_ID_PREFIX}{next(_id_counter):08x}"
+
+
 class RequestLog:
     """Outermost middleware but one (ProxyHeaders runs first, so the log names the client a
     trusted proxy forwarded): gives each request an id and logs method, path, status, time."""
@@ -92,7 +103,7 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        rid = incoming if _INCOMING_ID.match(incoming) else secrets.token_hex(8)
+        rid = incoming if _INCOMING_ID.match(incoming) else _next_request_id()
         token = request_id.set(rid)
         started = time.perf_counter()
         status = 500  # if the app raises before answering, the server sends a 500

@@ -54,6 +54,7 @@ from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
 from app.ratelimit import RateLimited, limits_for
 from app.request_shape import bounded_query_string, limit_json_shapes
+from app.route_gates import gate_routers
 from app.security import (
     CrossOriginProtection,
     CsrfRefused,
@@ -146,6 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "on distributed LLM training.",
         version="0.1.0",
         lifespan=lifespan,
+        # No OpenTelemetry here: off, FastAPI asks no provider (an environment read) per request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         # Every state-changing route needs this session's CSRF token, and a cookie whose
         # session has ended on the server loses its user before any route reads it
         # (app/security.py).
@@ -240,6 +243,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         admin_router,
     ):
         app.include_router(router)
+    # Matching passes over routers that cannot hold the path (app/route_gates.py says why).
+    gate_routers(app)
 
     @app.exception_handler(LoginRequired)
     async def _login_first(request: Request, exc: LoginRequired) -> RedirectResponse:

@@ -25,9 +25,10 @@ from typing import Generic, TypeVar
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
 from app.language import request_language
-from app.security import csrf_token
+from app.security import SESSION_USER_KEY, csrf_token
 from app.templating import templates
 
 Value = TypeVar("Value")
@@ -72,6 +73,17 @@ class LruCache(Generic[Value]):
                 self._size -= dropped
         return value
 
+    def get(self, key: Hashable) -> Value | None:
+        """The value kept under `key`, or None; a hit counts, a miss does not (get_or_make,
+        which makes the value, counts it)."""
+        with self._lock:
+            found = self._values.get(key)
+            if found is None:
+                return None
+            self._values.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
     def __len__(self) -> int:
         return len(self._values)
 
@@ -95,6 +107,11 @@ class KeptHtml:
 # Card pages, the map and such are bounded by the content; calculators by the LRU. A block is
 # 5-130 KB, so the bound that matters is on characters: some 24 MB of ASCII.
 KEPT: LruCache[KeptHtml] = LruCache(4096, 24_000_000, lambda kept: len(kept.html))
+
+# Whole pages around those blocks, one per header they are shown with (signed out, or each
+# user's name; each path and query the language switch repeats): the page is rendered once
+# per learner and link, then only its CSRF token changes.
+PAGES: LruCache[KeptHtml] = LruCache(8192, 64_000_000, lambda kept: len(kept.html))
 
 # What a route gives when a part is not kept yet: the template's context, the status, and
 # headers for the response.
@@ -129,6 +146,16 @@ def _as_visitor(request: Request, template: str, values: Values, main_only: bool
     return KeptHtml(html, status, tuple(headers.items()))
 
 
+def _page_key(
+    request: Request, template: str, key: Hashable, context: Mapping[str, object]
+) -> tuple[Hashable, ...]:
+    user = context["user"]
+    # All the header reads of the user; a name changed or a role taken away is a new key.
+    viewer = None if user is None else (user.id, user.username, user.is_admin)
+    lang = request_language(request)
+    return (template, lang, key, request.url.path, request.url.query, viewer)
+
+
 def kept_page(
     request: Request,
     template: str,
@@ -137,25 +164,81 @@ def kept_page(
     around: Mapping[str, object] | None = None,
 ) -> HTMLResponse:
     """`template` as TemplateResponse renders it, its main block kept under `key` (with the
-    template's name and the language).
+    template's name and the language), and the whole page kept too, for each header it can
+    have: signed out or which user's name, the path and query its links repeat.
 
     `values()` gives the template's context, asked only when the block is not kept yet, so
     everything the block shows must follow from `key` and the language. `around`: what the
-    template's other blocks (title, head, scripts) read, given on every request."""
+    template's other blocks (title, head, scripts) read, given on every request; it too must
+    follow from `key`."""
     lang = request_language(request)
-    main = KEPT.get_or_make(
-        (template, lang, key), lambda: _as_visitor(request, template, values, main_only=True)
-    )
     context = _page_context(request)
     token = str(context["csrf_token"])
-    context.update(around or {})
-    context.update(
-        kept_page_template=template, kept_main_html=Markup(main.html), csrf_token=CSRF_HOLE
-    )
-    html = templates.get_template(KEPT_MAIN_TEMPLATE).render(context)
+
+    def whole_page() -> KeptHtml:
+        main = KEPT.get_or_make(
+            (template, lang, key), lambda: _as_visitor(request, template, values, main_only=True)
+        )
+        page = {**context, **(around or {})}
+        page.update(
+            kept_page_template=template, kept_main_html=Markup(main.html), csrf_token=CSRF_HOLE
+        )
+        html = templates.get_template(KEPT_MAIN_TEMPLATE).render(page)
+        return KeptHtml(html, main.status, main.headers)
+
+    kept = PAGES.get_or_make(_page_key(request, template, key, context), whole_page)
+    return _answer(kept, token)
+
+
+def _answer(kept: KeptHtml, token: str) -> HTMLResponse:
     return HTMLResponse(
-        html.replace(CSRF_HOLE, token), status_code=main.status, headers=dict(main.headers)
+        kept.html.replace(CSRF_HOLE, token), status_code=kept.status, headers=dict(kept.headers)
     )
+
+
+def _reads_nothing(request: Request) -> bool:
+    """Whether the page context can be made without the database: a visitor, or a learner
+    whose header the session check has read already (app/security.py)."""
+    user_id = request.session.get(SESSION_USER_KEY)
+    if not isinstance(user_id, int):
+        return True
+    user = getattr(request.state, "header_user", None)
+    return user is not None and user.id == user_id
+
+
+def kept_page_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:
+    """The page kept_page would answer, if it is kept whole and asking for it reads nothing
+    from the database; else None. Cheap enough for the event loop: a route answers a kept
+    page there and sends only a miss to the thread pool."""
+    if not _reads_nothing(request):
+        return None
+    context = _page_context(request)
+    kept = PAGES.get(_page_key(request, template, key, context))
+    return None if kept is None else _answer(kept, str(context["csrf_token"]))
+
+
+async def kept_page_async(
+    request: Request,
+    template: str,
+    key: Hashable,
+    values: Values,
+    around: Mapping[str, object] | None = None,
+) -> HTMLResponse:
+    """kept_page for an async route: the page kept whole is answered on the event loop
+    (kept_page_at_once), anything still to render goes to the thread pool."""
+    kept = kept_page_at_once(request, template, key)
+    if kept is not None:
+        return kept
+    return await run_in_threadpool(kept_page, request, template, key, values, around)
+
+
+def kept_fragment_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:
+    """kept_fragment's answer if the fragment is kept, else None (as kept_page_at_once)."""
+    kept = KEPT.get((template, request_language(request), key))
+    if kept is None:
+        return None
+    token = csrf_token(request) if CSRF_HOLE in kept.html else ""
+    return _answer(kept, token)
 
 
 def kept_fragment(request: Request, template: str, key: Hashable, values: Values) -> HTMLResponse:
@@ -165,7 +248,5 @@ def kept_fragment(request: Request, template: str, key: Hashable, values: Values
     kept = KEPT.get_or_make(
         (template, lang, key), lambda: _as_visitor(request, template, values, main_only=False)
     )
-    html = kept.html
-    if CSRF_HOLE in html:
-        html = html.replace(CSRF_HOLE, csrf_token(request))
-    return HTMLResponse(html, status_code=kept.status, headers=dict(kept.headers))
+    token = csrf_token(request) if CSRF_HOLE in kept.html else ""
+    return _answer(kept, token)

@@ -109,13 +109,17 @@ async def forget_ended_session(request: Request) -> None:
     if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return  # anonymous: nothing to check, and no thread or database needed
 
-    def check() -> bool:
+    def check() -> User | None:
         # A session of its own, closed at once: a long demo stream must not hold a read open.
         with Session(request.app.state.engine) as session:
-            return _live_session(request, session) is not None
+            found = _live_session(request, session)
+            return found[0] if found is not None else None
 
-    if not await run_in_threadpool(check):
+    user = await run_in_threadpool(check)
+    if user is None:
         _forget_user(request)
+    # The page header shows this user's name (app/templating.py): no second read for it.
+    request.state.header_user = user
 
 
 def _session_secret(request: Request) -> str:

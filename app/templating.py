@@ -40,10 +40,14 @@ LANGUAGE_NAMES = {"zh": "中文", "en": "English"}
 
 
 def _page_context(request: Request) -> dict[str, object]:
-    # The cookie holds only the user id; the name shown in the header comes from the DB.
-    user = None
+    # The cookie holds only the user id; the name shown in the header comes from the DB, read
+    # once per request by the check that the session is live (app/security.py).
+    # A route that signed someone in or out since then changed the cookie's user: read anew.
     user_id = request.session.get(SESSION_USER_KEY)
-    if isinstance(user_id, int):
+    user = getattr(request.state, "header_user", None)
+    if user is not None and user.id != user_id:
+        user = None
+    if user is None and isinstance(user_id, int):
         with Session(request.app.state.engine) as session:
             user = session.get(User, user_id)
         if user is not None and user.disabled:

@@ -20,7 +20,7 @@ from app.cards.router import card_values
 from app.config import Settings
 from app.language import request_language
 from app.main import create_app
-from app.page_cache import KEPT, LruCache
+from app.page_cache import KEPT, PAGES, LruCache
 from app.templating import templates
 from tests.utils import log_out, register
 
@@ -34,6 +34,7 @@ PLANNER = "/calculators/planner?preset=llama3-8b&nodes=1&global_batch_tokens=104
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     KEPT.clear()  # each test counts its own hits
+    PAGES.clear()
     app = create_app(settings)
 
     # The same pages rendered whole by TemplateResponse, as the routes rendered them before
@@ -82,8 +83,8 @@ def test_a_kept_page_is_the_template_rendered_whole(
     first, again = client.get(kept), client.get(kept)
     assert first.status_code == expected.status_code == 200
     assert _tokenless(first.text) == _tokenless(expected.text)  # the block rendered and kept
-    assert _tokenless(again.text) == _tokenless(expected.text)  # the page around the kept block
-    assert KEPT.hits >= 1
+    assert _tokenless(again.text) == _tokenless(expected.text)  # the whole page kept
+    assert PAGES.hits >= 1
 
 
 def _tokenless(page: str) -> str:
@@ -94,11 +95,26 @@ def _tokenless(page: str) -> str:
     return page.replace(token, "TOKEN")
 
 
-def test_a_second_view_is_served_from_the_kept_block(client: TestClient) -> None:
+def test_a_second_view_is_served_from_the_kept_page(client: TestClient) -> None:
     client.get(CARD)
-    misses, hits = KEPT.misses, KEPT.hits
+    kept = (KEPT.misses, KEPT.hits)
+    misses, hits = PAGES.misses, PAGES.hits
     client.get(CARD)
-    assert (KEPT.misses, KEPT.hits) == (misses, hits + 1)
+    assert (PAGES.misses, PAGES.hits) == (misses, hits + 1)
+    assert (KEPT.misses, KEPT.hits) == kept  # the whole page: the main block is not asked
+
+
+def test_a_whole_page_is_kept_for_each_header_it_is_shown_with(client: TestClient) -> None:
+    visitor = client.get(CARD).text
+    stepped = client.get(CARD + "?step=1").text  # the language switch repeats the query
+    assert "step=1" in stepped and "step=1" not in visitor
+    register(client, "zyxada")
+    misses = PAGES.misses
+    ada = client.get(CARD).text
+    assert PAGES.misses == misses + 1  # her name in the header: a page of her own
+    assert '<span class="who">zyxada</span>' in ada and "zyxada" not in visitor
+    log_out(client)
+    assert '<span class="who">' not in client.get(CARD).text
 
 
 def test_another_language_is_another_block(client: TestClient) -> None:

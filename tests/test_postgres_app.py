@@ -59,6 +59,16 @@ def test_a_database_url_we_do_not_run_on_is_refused_with_the_forms_we_do(
     assert says in str(refused.value)
 
 
+def test_a_refused_database_url_keeps_its_password_out_of_the_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHARDLAB_DATABASE_URL", "mysql://learner:hunter2secret@db.example.org/x")
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    assert "mysql://" in str(refused.value)
+    assert "hunter2secret" not in str(refused.value)
+
+
 def _pg_settings(postgres: PostgresServer, data_dir: Path) -> Settings:
     return make_settings(data_dir, database_url_setting=postgres.database_for(data_dir))
 

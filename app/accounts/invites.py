@@ -35,6 +35,14 @@ class InviteListing:
     used_by: list[str]  # usernames, in the order they registered
 
 
+def new_code() -> str:
+    """96 random bits, URL-safe, so the code can ride in a link as it is; never starting with
+    "-", which a command line would read as an option (`python -m app.admin ... CODE`)."""
+    while (code := secrets.token_urlsafe(12)).startswith("-"):
+        pass
+    return code
+
+
 def make_invite(session: Session, created_by: int | None, days: int, max_uses: int = 1) -> Invite:
     """A new code, good for `max_uses` accounts within `days` days."""
     if not 1 <= days <= MAX_DAYS:
@@ -42,8 +50,7 @@ def make_invite(session: Session, created_by: int | None, days: int, max_uses: i
     if not 1 <= max_uses <= MAX_USES:
         raise ValueError(f"an invite is good for 1 to {MAX_USES} uses")
     invite = Invite(
-        # 96 random bits, URL-safe, so the code can ride in a link as it is.
-        code=secrets.token_urlsafe(12),
+        code=new_code(),
         expires_at=utc_now() + timedelta(days=days),
         max_uses=max_uses,
         created_by=created_by,

@@ -4,6 +4,7 @@ URL, the JSON API and the command line, with every bound a person can hit explai
 from __future__ import annotations
 
 from dataclasses import asdict
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -55,6 +56,18 @@ def parse_stage_times(text: str | None) -> tuple[float, ...]:
     return scales
 
 
+@lru_cache(maxsize=2048)
+def _simulator_refusal(setup: PipelineSetup) -> str | None:
+    """What the simulator refuses `setup` with, as a sentence, or None. Kept per setup: every
+    request is validated with it, a whole simulation each time, and the same inputs asked
+    again (a study group on one link) give the same answer."""
+    try:
+        simulate(setup)
+    except ValueError as exc:
+        return sentence(words_of(exc))
+    return None
+
+
 class PipelineQuery(BaseModel):
     """Everything the pipeline-schedule calculator takes. Times are per micro-batch per stage,
     in any one unit (1 = one forward is a good start)."""
@@ -102,10 +115,9 @@ class PipelineQuery(BaseModel):
             problems += [sentence(p) for p in schedule_problems(self.setup(self.schedule))]
         if not problems:
             # Anything the simulator itself refuses becomes a message here, never a 500 later.
-            try:
-                simulate(self.setup(self.schedule))
-            except ValueError as exc:
-                problems.append(sentence(words_of(exc)))
+            refusal = _simulator_refusal(self.setup(self.schedule))
+            if refusal is not None:
+                problems.append(refusal)
         if problems:
             raise ValueError(Message.join("; ", problems))
         return self

@@ -107,7 +107,7 @@ def memory_result(query: MemoryQuery) -> MemoryResult:
 
 
 @router.get("/memory", response_model=MemoryResult)
-def memory(query: Annotated[MemoryQuery, Query()]) -> Response:
+async def memory(query: Annotated[MemoryQuery, Query()]) -> Response:
     """Model-states memory per GPU for ZeRO stages 0-3 (default: mixed-precision Adam).
 
     Bytes of weights, gradients and optimizer states each GPU holds, sharded over the
@@ -121,17 +121,17 @@ def memory(query: Annotated[MemoryQuery, Query()]) -> Response:
     count 18 B per parameter on the GPU, the largest layer gathered, and a 1.5 buffer factor
     on host memory.
     """
-    return kept_answer("memory", query, MemoryResult, lambda: memory_result(query))
+    return await kept_answer("memory", query, MemoryResult, lambda: memory_result(query))
 
 
 @router.get("/training-memory", response_model=TrainingMemoryResult)
-def training(query: Annotated[TrainingQuery, Query()]) -> Response:
+async def training(query: Annotated[TrainingQuery, Query()]) -> Response:
     """Training memory on the most loaded GPU, every term separate, with formulas and sources.
 
     Model fields left out come from `preset`. Parallel degrees: dp x tp x pp x cp GPUs; ZeRO
     shards over dp. Activations after Korthikanti et al. (arXiv:2205.05198).
     """
-    return kept_answer(
+    return await kept_answer(
         "training-memory", query, TrainingMemoryResult, lambda: training_result(query)
     )
 

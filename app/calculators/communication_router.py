@@ -143,7 +143,7 @@ add_calculator_pages(router, PAGE, "communication", page_context)
 
 
 @router.get("/api/calc/communication", response_model=CommunicationResult, tags=["calculators"])
-def communication(query: Annotated[CommunicationQuery, Query()]) -> Response:
+async def communication(query: Annotated[CommunicationQuery, Query()]) -> Response:
     """Communication volume and time per GPU per training step, collective by collective.
 
     Ring volumes per GPU: all-reduce 2(N-1)/N, reduce-scatter / all-gather / all-to-all
@@ -158,6 +158,6 @@ def communication(query: Annotated[CommunicationQuery, Query()]) -> Response:
     nccl-tests' bus-bandwidth factors (src/*.cu *GetBw): all-reduce 2(N-1)/N; reduce-scatter,
     all-gather, all-to-all, gather and scatter (N-1)/N; broadcast and reduce 1.
     """
-    return kept_answer(
+    return await kept_answer(
         "communication", query, CommunicationResult, lambda: communication_result(query)
     )

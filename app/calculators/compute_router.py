@@ -124,7 +124,7 @@ class ComputeResult(BaseModel):
 
 
 @router.get("/api/calc/compute", response_model=ComputeResult, tags=["calculators"])
-def compute_api(query: Annotated[ComputeQuery, Query()]) -> Response:
+async def compute_api(query: Annotated[ComputeQuery, Query()]) -> Response:
     """Training or inference FLOPs, time, GPU-hours, cost and MFU.
 
     FLOPs per token after Kaplan et al. 2020 (arXiv:2001.08361, §2.1, Table 1): 2N forward,
@@ -135,7 +135,7 @@ def compute_api(query: Annotated[ComputeQuery, Query()]) -> Response:
     eq. (3)). Time = executed FLOPs / (GPUs x dense peak x utilization). MFU and HFU as in PaLM
     (arXiv:2204.02311, Appendix B).
     """
-    return kept_answer("compute", query, ComputeResult, lambda: compute_result(query))
+    return await kept_answer("compute", query, ComputeResult, lambda: compute_result(query))
 
 
 def shareable_url(query: ComputeQuery) -> str:

@@ -177,7 +177,7 @@ add_calculator_pages(router, PAGE, "failures", page_context)
 
 
 @router.get("/api/calc/failures", response_model=FailuresResult, tags=["calculators"])
-def failures_api(query: Annotated[FailuresQuery, Query()]) -> Response:
+async def failures_api(query: Annotated[FailuresQuery, Query()]) -> Response:
     """Failure odds of an n-unit job and its optimal checkpoint interval.
 
     Exponential failures: p = 1 − exp(−w/M) per unit, P = 1 − (1 − p)ⁿ for the job, job MTBF
@@ -191,4 +191,4 @@ def failures_api(query: Annotated[FailuresQuery, Query()]) -> Response:
     blocking device-to-host copy of an asynchronous save. With `series_*` counts and rates:
     several kinds of unit in series, job MTBF 1 / Σ nᵢ/Mᵢ.
     """
-    return kept_answer("failures", query, FailuresResult, lambda: failures_result(query))
+    return await kept_answer("failures", query, FailuresResult, lambda: failures_result(query))

@@ -142,7 +142,7 @@ add_calculator_pages(router, PAGE, "inference", page_context)
 @router.get(
     "/api/calc/inference-memory", response_model=InferenceMemoryResult, tags=["calculators"]
 )
-def inference_api(query: Annotated[InferenceQuery, Query()]) -> Response:
+async def inference_api(query: Annotated[InferenceQuery, Query()]) -> Response:
     """Inference memory per GPU: weights, KV cache and overhead under tensor parallelism.
 
     Weights Ψ·B_w/t; KV cache 2·L·k_GPU·d·s·b·B_kv (How To Scale Your Model, inference chapter;
@@ -155,6 +155,6 @@ def inference_api(query: Annotated[InferenceQuery, Query()]) -> Response:
     arXiv:2405.04434, Table 1), whole on every TP rank as vLLM and SGLang store it. `params`
     replaces the exact count by a nominal one; `kv_bytes_per_token` replaces the shape's KV size.
     """
-    return kept_answer(
+    return await kept_answer(
         "inference-memory", query, InferenceMemoryResult, lambda: inference_result(query)
     )

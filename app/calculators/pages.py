@@ -13,10 +13,11 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.forms import query_inputs
-from app.journey.visits import record_visit
-from app.page_cache import kept_fragment, kept_page
+from app.journey.visits import record_visit, visit_is_kept
+from app.page_cache import kept_fragment, kept_fragment_at_once, kept_page, kept_page_at_once
 
 # A calculator's view of one request: the template context, and 200 or 422 for bad input.
 # A 200 context holds "share_url", the address that reproduces the result.
@@ -50,22 +51,37 @@ def add_calculator_pages(
     `slot`: a dependency that holds one of the few heavy-work slots (app/heavy_work.py) while
     the context computes for long (the planner's search)."""
 
-    def page(request: Request) -> HTMLResponse:
+    page_template = f"calculators/{name}.html"
+    fragment_template = f"calculators/_{name}_result.html"
+
+    # Answers kept whole (and no visit to write) are sent from the event loop; the rest is
+    # computed and rendered in the thread pool.
+    async def page(request: Request) -> HTMLResponse:
+        if visit_is_kept(request):
+            kept = kept_page_at_once(request, page_template, inputs_key(request))
+            if kept is not None:
+                return kept
+        return await run_in_threadpool(make_page, request)
+
+    def make_page(request: Request) -> HTMLResponse:
         record_visit(request)
 
         def values() -> tuple[dict[str, object], int, dict[str, str]]:
             return (*context(request), {})
 
-        return kept_page(request, f"calculators/{name}.html", inputs_key(request), values)
+        return kept_page(request, page_template, inputs_key(request), values)
 
-    def fragment(request: Request) -> HTMLResponse:
+    async def fragment(request: Request) -> HTMLResponse:
+        kept = kept_fragment_at_once(request, fragment_template, inputs_key(request))
+        return kept if kept is not None else await run_in_threadpool(make_fragment, request)
+
+    def make_fragment(request: Request) -> HTMLResponse:
         def values() -> tuple[dict[str, object], int, dict[str, str]]:
             found, status = context(request)
             replace_url = {"HX-Replace-Url": str(found["share_url"])} if status == 200 else {}
             return found, status, replace_url
 
-        template = f"calculators/_{name}_result.html"
-        return kept_fragment(request, template, inputs_key(request), values)
+        return kept_fragment(request, fragment_template, inputs_key(request), values)
 
     for route, endpoint, suffix in ((path, page, "page"), (f"{path}/result", fragment, "result")):
         router.add_api_route(

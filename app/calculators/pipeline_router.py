@@ -107,7 +107,7 @@ add_calculator_pages(router, PAGE, "pipeline", page_context)
 
 
 @router.get("/api/calc/pipeline", response_model=PipelineResult, tags=["calculators"])
-def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> Response:
+async def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> Response:
     """Pipeline schedules simulated: GPipe, 1F1B, interleaved 1F1B and zero-bubble ZB-H1.
 
     Every stage runs its schedule's actions in order, each as soon as its stage is free and
@@ -121,4 +121,4 @@ def pipeline_api(query: Annotated[PipelineQuery, Query()]) -> Response:
     interleaved); Qi et al., Zero Bubble Pipeline Parallelism, arXiv:2401.10241, Section 2.1
     (ZB-H1).
     """
-    return kept_answer("pipeline", query, PipelineResult, lambda: pipeline_result(query))
+    return await kept_answer("pipeline", query, PipelineResult, lambda: pipeline_result(query))

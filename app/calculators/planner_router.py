@@ -310,7 +310,7 @@ add_calculator_pages(router, PAGE, "planner", planner_context, slot=planner_slot
 # in the route's thread.
 @router.get("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
             dependencies=[Depends(planner_slot)])  # fmt: skip
-def planner_api(query: Annotated[PlannerInputs, Query()]) -> Response:
+async def planner_api(query: Annotated[PlannerInputs, Query()]) -> Response:
     """Every valid dp x tp x pp x cp x ep layout of a model on a cluster, ranked by step time.
 
     Returns the fitting layouts fastest first (`top` of them), the Pareto front of step time
@@ -326,11 +326,11 @@ def planner_api(query: Annotated[PlannerInputs, Query()]) -> Response:
     communication alpha-beta over the links each group is placed on (Megatron-Core's
     tp-cp-ep-dp-pp order), the bubble from the schedules' closed forms.
     """
-    return kept_answer("planner", query, PlannerResult, lambda: searched(query, "query"))
+    return await kept_answer("planner", query, PlannerResult, lambda: searched(query, "query"))
 
 
 @router.post("/api/calc/planner", response_model=PlannerResult, tags=["calculators"],
              dependencies=[Depends(planner_slot)])  # fmt: skip
-def planner_api_post(query: PlannerInputs) -> Response:
+async def planner_api_post(query: PlannerInputs) -> Response:
     """The same as GET /api/calc/planner, with the inputs as a JSON body."""
-    return kept_answer("planner", query, PlannerResult, lambda: searched(query, "body"))
+    return await kept_answer("planner", query, PlannerResult, lambda: searched(query, "body"))

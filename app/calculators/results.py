@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi.responses import Response
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from app.i18n import current_language
 from app.page_cache import LruCache
@@ -20,11 +21,13 @@ from app.page_cache import LruCache
 ANSWERS: LruCache[bytes] = LruCache(2048, 32_000_000, len)
 
 
-def kept_answer(
+async def kept_answer(
     name: str, query: BaseModel, model: type[BaseModel], compute: Callable[[], Any]
 ) -> Response:
     """`compute()`'s answer as `model` serialises it, computed once per validated `query`.
-    A query `compute` refuses raises as it would, and nothing is kept for it."""
+    A query `compute` refuses raises as it would, and nothing is kept for it. A kept answer
+    is sent from the event loop; computing one (milliseconds, the planner's search seconds)
+    runs in the thread pool."""
     # The API answers in English; the language is in the key all the same, so that an answer
     # with words in it is never served in another language than it was computed in.
     key = (name, current_language(), query.model_dump_json())
@@ -32,4 +35,7 @@ def kept_answer(
     def serialised() -> bytes:
         return model.model_validate(compute()).model_dump_json(by_alias=True).encode()
 
-    return Response(ANSWERS.get_or_make(key, serialised), media_type="application/json")
+    answer = ANSWERS.get(key)
+    if answer is None:
+        answer = await run_in_threadpool(ANSWERS.get_or_make, key, serialised)
+    return Response(answer, media_type="application/json")

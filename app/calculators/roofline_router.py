@@ -59,7 +59,7 @@ class RooflineResult(BaseModel):
 
 
 @router.get("/api/calc/roofline", response_model=RooflineResult, tags=["calculators"])
-def roofline_api(query: Annotated[RooflineQuery, Query()]) -> Response:
+async def roofline_api(query: Annotated[RooflineQuery, Query()]) -> Response:
     """Arithmetic intensity of a matmul, an elementwise add or a dot product, the accelerator's
     ridge point, the compute- or memory-bound verdict and the time bounds.
 
@@ -68,7 +68,7 @@ def roofline_api(query: Annotated[RooflineQuery, Query()]) -> Response:
     (B > peak / bandwidth in bf16, e.g. 240 on TPU v5e, 295 on H100): How To Scale Your Model,
     "All About Rooflines". Peaks are dense datasheet figures.
     """
-    return kept_answer("roofline", query, RooflineResult, lambda: roofline_result(query))
+    return await kept_answer("roofline", query, RooflineResult, lambda: roofline_result(query))
 
 
 def shareable_url(query: RooflineQuery) -> str:

@@ -18,7 +18,7 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.schemas import MemoryForm
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
-from app.page_cache import kept_page
+from app.page_cache import kept_page_async
 from app.worked.memory import largest_model_latex, stage_views
 
 router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
@@ -36,9 +36,9 @@ MEMORY_LABELS = {
 
 
 @router.get("", response_class=HTMLResponse)
-def calculators_index(request: Request) -> HTMLResponse:
+async def calculators_index(request: Request) -> HTMLResponse:
     # The list is the same for everyone in a language: its main block is kept.
-    return kept_page(request, "calculators/index.html", (), lambda: ({}, 200, {}))
+    return await kept_page_async(request, "calculators/index.html", (), lambda: ({}, 200, {}))
 
 
 def _memory_context(request: Request) -> tuple[dict[str, object], int]:

@@ -8,13 +8,13 @@ from fastapi.responses import HTMLResponse
 
 from app.cards.glossary import Glossary
 from app.language import request_language
-from app.page_cache import kept_page
+from app.page_cache import kept_page_async
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
 
 @router.get("/glossary", response_class=HTMLResponse)
-def glossary_page(request: Request, q: str = "") -> HTMLResponse:
+async def glossary_page(request: Request, q: str = "") -> HTMLResponse:
     glossary: Glossary = request.app.state.glossary
     lang = request_language(request)
 
@@ -22,4 +22,4 @@ def glossary_page(request: Request, q: str = "") -> HTMLResponse:
         terms = glossary.search(q[:200]) if q.strip() else glossary.terms
         return {"q": q, "terms": terms, "total": len(glossary.terms), "lang": lang}, 200, {}
 
-    return kept_page(request, "cards/glossary.html", (glossary, q), values)
+    return await kept_page_async(request, "cards/glossary.html", (glossary, q), values)

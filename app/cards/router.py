@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.cards.examples import CALCULATOR_PAGES
 from app.cards.models import Card
@@ -14,10 +15,10 @@ from app.cards.search import SearchIndex
 from app.cards.service import CardLibrary
 from app.i18n import N_, gettext
 from app.journey.syllabus import in_path_order
-from app.journey.visits import record_visit
+from app.journey.visits import record_visit, visit_is_kept
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
-from app.page_cache import kept_page
+from app.page_cache import kept_page, kept_page_async, kept_page_at_once
 from app.quiz.bank import QuestionBank
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
@@ -33,7 +34,7 @@ def _library(request: Request) -> CardLibrary:
 
 
 @router.get("", response_class=HTMLResponse)
-def card_list(request: Request, tag: str = "") -> HTMLResponse:
+async def card_list(request: Request, tag: str = "") -> HTMLResponse:
     library, lang = _library(request), request_language(request)
 
     def values() -> tuple[dict[str, object], int, dict[str, str]]:
@@ -43,18 +44,18 @@ def card_list(request: Request, tag: str = "") -> HTMLResponse:
         return {"cards": cards, "tags": library.tags(), "tag": tag, "difficulty": DIFFICULTY,
                 "glossary_url": "/glossary"}, 200, {}  # fmt: skip
 
-    return kept_page(request, "cards/index.html", (library, tag), values)
+    return await kept_page_async(request, "cards/index.html", (library, tag), values)
 
 
 @router.get("/search", response_class=HTMLResponse)
-def card_search(request: Request, q: str = "") -> HTMLResponse:
+async def card_search(request: Request, q: str = "") -> HTMLResponse:
     index: SearchIndex = request.app.state.search
 
     def values() -> tuple[dict[str, object], int, dict[str, str]]:
         hits = index.search(q[:200]) if q.strip() else []
         return {"q": q, "hits": hits}, 200, {}
 
-    return kept_page(request, "cards/search.html", (index, q), values)
+    return await kept_page_async(request, "cards/search.html", (index, q), values)
 
 
 def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
@@ -76,7 +77,7 @@ def _direct_prerequisites(card: Card, cards: list[Card]) -> list[str]:
 
 
 @router.get("/map", response_class=HTMLResponse)
-def topic_map(request: Request) -> HTMLResponse:
+async def topic_map(request: Request) -> HTMLResponse:
     """Every card as a node, an arrow from each prerequisite to the card that needs it."""
     library, lang = _library(request), request_language(request)
 
@@ -93,17 +94,17 @@ def topic_map(request: Request) -> HTMLResponse:
                       for p in _direct_prerequisites(c, cards)]  # fmt: skip
         return {"diagram": "\n".join(lines), "cards": cards}, 200, {}
 
-    return kept_page(request, "cards/map.html", (library,), values)
+    return await kept_page_async(request, "cards/map.html", (library,), values)
 
 
 @router.get("/cheatsheet", response_class=HTMLResponse)
-def cheat_sheet(request: Request) -> HTMLResponse:
+async def cheat_sheet(request: Request) -> HTMLResponse:
     library, lang = _library(request), request_language(request)
 
     def values() -> tuple[dict[str, object], int, dict[str, str]]:
         return {"cards": in_path_order(library.in_language(lang))}, 200, {}
 
-    return kept_page(request, "cards/cheatsheet.html", (library,), values)
+    return await kept_page_async(request, "cards/cheatsheet.html", (library,), values)
 
 
 def card_values(
@@ -137,7 +138,17 @@ def card_values(
 
 
 @router.get("/{card_id}", response_class=HTMLResponse)
-def card_page(request: Request, card_id: str) -> HTMLResponse:
+async def card_page(request: Request, card_id: str) -> HTMLResponse:
+    # A page kept whole, with no visit to write, is answered here on the event loop; the
+    # rest (a first view, a learner's first visit) is made in the thread pool.
+    if visit_is_kept(request):
+        key = (_library(request), request.app.state.quiz, card_id)
+        if (page := kept_page_at_once(request, "cards/card.html", key)) is not None:
+            return page
+    return await run_in_threadpool(_card_page, request, card_id)
+
+
+def _card_page(request: Request, card_id: str) -> HTMLResponse:
     library, lang = _library(request), request_language(request)
     original = library.get(card_id)
     if original is None:

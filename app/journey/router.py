@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
@@ -43,10 +44,10 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS
 from app.language import request_language
-from app.page_cache import kept_page
+from app.page_cache import kept_page, kept_page_at_once
 from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
-from app.security import CurrentUser, OptionalUser, optional_user
+from app.security import SESSION_USER_KEY, CurrentUser, OptionalUser, optional_user
 from app.templating import templates
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -58,8 +59,17 @@ def _position(request: Request, session: SessionDep, user_id: int | None):  # no
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request) -> HTMLResponse:
+async def home(request: Request) -> HTMLResponse:
     """A visitor sees the path; a signed-in learner, where they are on it and what is due."""
+    if not isinstance(request.session.get(SESSION_USER_KEY), int):
+        # A visitor's page, kept whole, is answered on the event loop (app/page_cache.py).
+        kept = kept_page_at_once(request, "index.html", (request.app.state.cards,))
+        if kept is not None:
+            return kept
+    return await run_in_threadpool(_home, request)
+
+
+def _home(request: Request) -> HTMLResponse:
     state, lang = request.app.state, request_language(request)
     with Session(state.engine) as session:  # not SessionDep: the module says why
         user = optional_user(request, session)

@@ -33,6 +33,15 @@ def record_visit(request: Request) -> None:
     _KEPT.get_or_make((engine, user_id, page), lambda: _keep(engine, user_id, page))
 
 
+def visit_is_kept(request: Request) -> bool:
+    """Whether record_visit would write nothing for this request: a visitor, or a learner whose
+    visit to this page this process has seen kept. Reads no database."""
+    user_id = request.session.get(SESSION_USER_KEY)
+    if not isinstance(user_id, int):
+        return True
+    return _KEPT.get((request.app.state.engine, user_id, request.url.path)) is not None
+
+
 def _keep(engine: Engine, user_id: int, page: str) -> bool:
     with Session(engine) as session:
         seen = select(CardVisit.id).where(CardVisit.user_id == user_id, CardVisit.page == page)

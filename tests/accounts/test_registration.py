@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.accounts import router as accounts_router
-from app.accounts.invites import make_invite
+from app.accounts.invites import make_invite, new_code
 from app.accounts.models import Invite, User
 from app.main import create_app
 from app.security import unknown_user_hash
@@ -190,3 +190,10 @@ def test_registration_is_rate_limited_per_address(tmp_path: Path) -> None:
         limited = _register(client, "cyd")
         assert limited.status_code == 429 and "minutes" in limited.text
         assert int(limited.headers["Retry-After"]) > 60
+
+
+def test_an_invite_code_never_reads_as_a_command_line_option() -> None:
+    # About one draw in 64 starts with "-"; 2,000 draws meet one all but surely.
+    codes = [new_code() for _ in range(2000)]
+    assert all(len(code) == 16 and not code.startswith("-") for code in codes)
+    assert len(set(codes)) == len(codes)
