@@ -24,14 +24,13 @@ from babel.messages.pofile import read_po
 from babel.support import NullTranslations, Translations
 from fastapi import Request
 from markupsafe import Markup
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.calc import messages
 from app.config import ROOT_DIR
 from app.language import LANG_CHOICES, LANG_COOKIE, request_language
-from app.security import SESSION_USER_KEY
+from app.security import checked_user
 
 TRANSLATIONS_DIR = ROOT_DIR / "translations"
 # ?lang= value → the gettext locale of its catalogue and the BCP 47 tag for <html lang>.
@@ -155,13 +154,11 @@ class LanguageMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        if "lang" not in request.query_params and isinstance(
-            request.session.get(SESSION_USER_KEY), int
-        ):
-            # A signed-in user's setting is read from the database: off the event loop.
-            lang = await run_in_threadpool(request_language, request)
-        else:
-            lang = request_language(request)
+        if "lang" not in request.query_params:
+            # A signed-in user's setting is read from the database, with the check that the
+            # session is live: one read, off the event loop (nothing for a visitor).
+            await checked_user(request)
+        lang = request_language(request)
         explicit = request.query_params.get("lang") in LANG_CHOICES
         token = _language.set(lang)
 

@@ -30,6 +30,10 @@ def _user_language(request: Request) -> str | None:
     user_id = request.session.get(SESSION_USER_KEY) if "session" in request.scope else None
     if not isinstance(user_id, int):
         return None
+    if getattr(request.state, "session_checked", False):
+        # Read with the check that the session is live (app/security.py checked_user).
+        checked: User | None = request.state.header_user
+        return checked.language if checked is not None else None
     with Session(request.app.state.engine) as session:
         user = session.get(User, user_id)
     return user.language if user is not None and not user.disabled else None

@@ -119,10 +119,15 @@ Values = Callable[[], tuple[Mapping[str, object], int, Mapping[str, str]]]
 
 
 def _page_context(request: Request) -> dict[str, object]:
-    """What every template gets besides its own values (app/templating.py's processors)."""
-    found: dict[str, object] = {"request": request}
-    for processor in templates.context_processors:
-        found.update(processor(request))
+    """What every template gets besides its own values (app/templating.py's processors), made
+    once per request: a page not kept whole is looked for on the event loop, then made in the
+    thread pool, and both need it."""
+    found = getattr(request.state, "kept_page_context", None)
+    if found is None:
+        found = {"request": request}
+        for processor in templates.context_processors:
+            found.update(processor(request))
+        request.state.kept_page_context = found
     return found
 
 
@@ -217,6 +222,23 @@ def kept_page_at_once(request: Request, template: str, key: Hashable) -> HTMLRes
     return None if kept is None else _answer(kept, str(context["csrf_token"]))
 
 
+async def kept_or_made(
+    request: Request,
+    template: str,
+    key: Hashable,
+    make: Callable[..., HTMLResponse],
+    *args: object,
+    at_once: bool = True,
+) -> HTMLResponse:
+    """For an async route: the page kept whole under `template` and `key` answered on the
+    event loop (kept_page_at_once), else `make(request, *args)` in the thread pool, where it
+    may read and write the database and calls kept_page. `at_once=False`: the route has
+    something to write first (a learner's first visit), so only the thread pool will do."""
+    if at_once and (kept := kept_page_at_once(request, template, key)) is not None:
+        return kept
+    return await run_in_threadpool(make, request, *args)
+
+
 async def kept_page_async(
     request: Request,
     template: str,
@@ -224,12 +246,9 @@ async def kept_page_async(
     values: Values,
     around: Mapping[str, object] | None = None,
 ) -> HTMLResponse:
-    """kept_page for an async route: the page kept whole is answered on the event loop
-    (kept_page_at_once), anything still to render goes to the thread pool."""
-    kept = kept_page_at_once(request, template, key)
-    if kept is not None:
-        return kept
-    return await run_in_threadpool(kept_page, request, template, key, values, around)
+    """kept_page for an async route: the page kept whole is answered on the event loop,
+    anything still to render goes to the thread pool (kept_or_made)."""
+    return await kept_or_made(request, template, key, kept_page, template, key, values, around)
 
 
 def kept_fragment_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:

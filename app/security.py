@@ -91,7 +91,13 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     """The signed-in user, if the cookie names a session that is live on the server: logged
     out, ended by a password change or reset, by the admin, or by disabling the user, it is
     not, whatever the cookie's signature and age say."""
-    found = _live_session(request, session)
+    checked = getattr(request.state, "checked_session", None)
+    if checked is not None and checked[0].id == request.session.get(SESSION_USER_KEY):
+        # Read a moment ago by checked_user, this request: the rows are the route's own
+        # session's, as a lookup here would have made them, without a second lookup.
+        found = (session.merge(checked[0], load=False), session.merge(checked[1], load=False))
+    else:
+        found = _live_session(request, session)
     if found is None:
         _forget_user(request)
         return None
@@ -106,20 +112,32 @@ async def forget_ended_session(request: Request) -> None:
     """App-wide dependency: a cookie whose session has ended loses its user before the route
     runs. The page header, the language setting, card visits and demo runs read the user id
     from the cookie without asking optional_user; they must not act for a session that ended."""
-    if not isinstance(request.session.get(SESSION_USER_KEY), int):
-        return  # anonymous: nothing to check, and no thread or database needed
+    await checked_user(request)
 
-    def check() -> User | None:
+
+async def checked_user(request: Request) -> User | None:
+    """The cookie's user if its session is live, read once per request (one lookup, in the
+    thread pool); a cookie whose session has ended loses its user. LanguageMiddleware asks
+    first, for the user's language, and forget_ended_session's ask then reads nothing."""
+    if not isinstance(request.session.get(SESSION_USER_KEY), int):
+        return None  # anonymous: nothing to check, and no thread or database needed
+    state = request.state
+    if getattr(state, "session_checked", False):
+        return state.header_user
+
+    def check() -> tuple[User, UserSession] | None:
         # A session of its own, closed at once: a long demo stream must not hold a read open.
         with Session(request.app.state.engine) as session:
-            found = _live_session(request, session)
-            return found[0] if found is not None else None
+            return _live_session(request, session)
 
-    user = await run_in_threadpool(check)
-    if user is None:
+    found = await run_in_threadpool(check)
+    if found is None:
         _forget_user(request)
-    # The page header shows this user's name (app/templating.py): no second read for it.
-    request.state.header_user = user
+    # The page header shows this user's name (app/templating.py), the language is the user's
+    # own setting (app/language.py), and optional_user takes the rows: no second read.
+    state.header_user = found[0] if found is not None else None
+    state.checked_session, state.session_checked = found, True
+    return state.header_user
 
 
 def _session_secret(request: Request) -> str:

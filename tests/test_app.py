@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.config import ROOT_DIR, Settings
 from app.db import alembic_config, migrate
+from app.main import create_app
 
 
 def test_the_web_process_never_imports_torch() -> None:
@@ -77,3 +79,13 @@ def test_health_reports_database_and_worker(client: TestClient) -> None:
 def test_a_bad_worker_address_is_refused_at_start(value: str) -> None:
     with pytest.raises(ValueError, match="host:port"):
         Settings(worker_address=value)
+
+
+def test_what_start_up_made_is_frozen_while_the_app_runs(settings: Settings) -> None:
+    # Out of the collector's generations while the app runs (app/main.py says why), and back
+    # once it stops, so an app made again in the same process lets the old one go.
+    gc.unfreeze()
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/").status_code == 200
+        assert gc.get_freeze_count() > 50_000
+    assert gc.get_freeze_count() == 0

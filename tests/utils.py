@@ -6,13 +6,17 @@ import copy
 import json
 import os
 import re
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import httpx
@@ -56,7 +60,37 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
     if database_under_test() == "postgresql":
         values["database_url_setting"] = require_server().database_for(data_dir)
     values.update(overrides)
-    return Settings(**values)
+    settings = Settings(**values)
+    if settings.database_kind == "sqlite":
+        _start_at_the_newest_migration(settings.database_path)
+    return settings
+
+
+def _start_at_the_newest_migration(database: Path) -> None:
+    """Gives a test's SQLite file, where it has none yet, the tables the migrations make, from
+    a copy: the app's start then finds nothing to upgrade (27 ms instead of 350-600 ms, in
+    each of a thousand apps). PostgreSQL's test databases are copies of a template already."""
+    if not database.exists():
+        database.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_migrated_sqlite_file(), database)
+
+
+@cache
+def _migrated_sqlite_file() -> Path:
+    """A SQLite file at the newest migration, made once per test process by the migrations
+    themselves (tests/test_upgrade.py tests them on fresh files of its own)."""
+    from app.db import migrate  # the app's migrations, imported only when a test needs them
+
+    folder = Path(tempfile.mkdtemp(prefix="shardlab-migrated-"))
+    migrate(folder / "made.db")
+    # The backup API copies a consistent file whatever the write-ahead log still holds.
+    made, copy = sqlite3.connect(folder / "made.db"), sqlite3.connect(folder / "copy.db")
+    try:
+        made.backup(copy)
+    finally:
+        made.close()
+        copy.close()
+    return folder / "copy.db"
 
 
 def csrf_token(client: TestClient) -> str:

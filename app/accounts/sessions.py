@@ -15,6 +15,7 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
+from sqlalchemy import bindparam
 from sqlmodel import Field, Session, SQLModel, col, delete, select, update
 
 from app.accounts.models import User, utc_now
@@ -74,20 +75,25 @@ def start_session(session: Session, user_id: int, user_agent: str, client_addres
     return token
 
 
+# Asked on every signed-in request: built once, with the token and the user as parameters.
+# Built anew each time, the expression cost more than the lookup itself.
+_LIVE_SESSION = (
+    select(User, UserSession)
+    .join(UserSession, col(UserSession.user_id) == col(User.id))
+    .where(
+        col(UserSession.token_sha256) == bindparam("token_sha256"),
+        col(UserSession.user_id) == bindparam("user_id"),
+        col(UserSession.ended_at).is_(None),
+        col(User.disabled).is_(False),
+    )
+)
+
+
 def live_session(session: Session, user_id: int, token: str) -> tuple[User, UserSession] | None:
     """The user and the row of the session `token` names, if it belongs to `user_id`, has not
     ended, and the user is not disabled: one lookup by the token's unique index."""
-    query = (
-        select(User, UserSession)
-        .join(UserSession, col(UserSession.user_id) == col(User.id))
-        .where(
-            col(UserSession.token_sha256) == token_sha256(token),
-            col(UserSession.user_id) == user_id,
-            col(UserSession.ended_at).is_(None),
-            col(User.disabled).is_(False),
-        )
-    )
-    found = session.exec(query).first()
+    params = {"token_sha256": token_sha256(token), "user_id": user_id}
+    found = session.exec(_LIVE_SESSION, params=params).first()
     return (found[0], found[1]) if found is not None else None
 
 

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.forms import query_inputs
 from app.journey.visits import record_visit, visit_is_kept
-from app.page_cache import kept_fragment, kept_fragment_at_once, kept_page, kept_page_at_once
+from app.page_cache import kept_fragment, kept_fragment_at_once, kept_or_made, kept_page
 
 # A calculator's view of one request: the template context, and 200 or 422 for bad input.
 # A 200 context holds "share_url", the address that reproduces the result.
@@ -57,11 +57,9 @@ def add_calculator_pages(
     # Answers kept whole (and no visit to write) are sent from the event loop; the rest is
     # computed and rendered in the thread pool.
     async def page(request: Request) -> HTMLResponse:
-        if visit_is_kept(request):
-            kept = kept_page_at_once(request, page_template, inputs_key(request))
-            if kept is not None:
-                return kept
-        return await run_in_threadpool(make_page, request)
+        return await kept_or_made(
+            request, page_template, inputs_key(request), make_page, at_once=visit_is_kept(request)
+        )
 
     def make_page(request: Request) -> HTMLResponse:
         record_visit(request)

@@ -29,6 +29,7 @@ from app.i18n import N_, gettext
 from app.templating import templates
 from app.worked.memory import stage_views
 from app.worked.planner import STEP_LABELS
+from app.yaml_text import load_yaml
 
 # Each calculator a card can name (in front matter and in its ```example blocks, by the same
 # slugs): its page, and its name, translated where a page shows it.
@@ -51,7 +52,7 @@ class ExampleError(ValueError):
 
 def _inputs(body: str) -> dict[str, object]:
     try:
-        data = yaml.safe_load(body) or {}
+        data = load_yaml(body) or {}
     except yaml.YAMLError as exc:
         raise ExampleError(str(exc)) from exc
     if not isinstance(data, dict):

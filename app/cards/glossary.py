@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from app.cards.models import Slug
 from app.cards.search import bigram_match, han_bigrams, query_words
+from app.yaml_text import load_yaml
 
 Line = Field(min_length=1, max_length=300)
 
@@ -96,7 +97,7 @@ class Glossary:
         if not path.exists():
             return cls([])
         try:
-            terms = _TERMS.validate_python(yaml.safe_load(path.read_text(encoding="utf-8")) or [])
+            terms = _TERMS.validate_python(load_yaml(path.read_text(encoding="utf-8")) or [])
         except (yaml.YAMLError, ValidationError, TypeError) as exc:
             raise GlossaryError(f"{path.name}: {exc}") from exc
         known = set(card_ids)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
-from starlette.concurrency import run_in_threadpool
 
 from app.cards.examples import CALCULATOR_PAGES
 from app.cards.models import Card
@@ -18,7 +17,7 @@ from app.journey.syllabus import in_path_order
 from app.journey.visits import record_visit, visit_is_kept
 from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
-from app.page_cache import kept_page, kept_page_async, kept_page_at_once
+from app.page_cache import kept_or_made, kept_page, kept_page_async
 from app.quiz.bank import QuestionBank
 
 router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
@@ -139,13 +138,12 @@ def card_values(
 
 @router.get("/{card_id}", response_class=HTMLResponse)
 async def card_page(request: Request, card_id: str) -> HTMLResponse:
-    # A page kept whole, with no visit to write, is answered here on the event loop; the
-    # rest (a first view, a learner's first visit) is made in the thread pool.
-    if visit_is_kept(request):
-        key = (_library(request), request.app.state.quiz, card_id)
-        if (page := kept_page_at_once(request, "cards/card.html", key)) is not None:
-            return page
-    return await run_in_threadpool(_card_page, request, card_id)
+    # A page kept whole, with no visit to write, is answered on the event loop; the rest (a
+    # first view, a learner's first visit) is made in the thread pool.
+    key = (_library(request), request.app.state.quiz, card_id)
+    return await kept_or_made(
+        request, "cards/card.html", key, _card_page, card_id, at_once=visit_is_kept(request)
+    )
 
 
 def _card_page(request: Request, card_id: str) -> HTMLResponse:

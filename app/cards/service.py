@@ -33,6 +33,7 @@ from app.cards.models import (
     Heading,
 )
 from app.i18n import language
+from app.yaml_text import load_yaml
 
 # How each edition's language names the fixed sections (English names them itself).
 SECTION_NAMES = {"zh": ZH_SECTIONS}
@@ -168,7 +169,7 @@ def render_card(source: str, name: str = "<card>", lang: str = "en") -> Card:
     if not tokens or tokens[0].type != "front_matter":
         raise CardError(f"{name}: a card starts with front matter between --- lines")
     try:
-        fields = yaml.safe_load(tokens[0].content)
+        fields = load_yaml(tokens[0].content)
         meta = CardMeta.model_validate(fields)
     except (yaml.YAMLError, ValidationError) as exc:
         raise CardError(f"{name}: bad front matter: {exc}") from exc

@@ -13,17 +13,16 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 from app.cards.audit import audit_problems, prose_figures
 from app.cards.models import CardMeta
 from app.cards.service import _markdown
+from app.yaml_text import load_yaml
 
 
 def report(path: Path) -> list[str]:
     source = path.read_text(encoding="utf-8")
     tokens = _markdown().parse(source)
-    meta = CardMeta.model_validate(yaml.safe_load(tokens[0].content))
+    meta = CardMeta.model_validate(load_yaml(tokens[0].content))
     figures = prose_figures(tokens, (meta.title, meta.summary))
     body_starts = tokens[0].map[1] if tokens[0].map else 0
     lines = []

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
@@ -44,7 +43,7 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS
 from app.language import request_language
-from app.page_cache import kept_page, kept_page_at_once
+from app.page_cache import kept_or_made, kept_page
 from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
 from app.security import SESSION_USER_KEY, CurrentUser, OptionalUser, optional_user
@@ -61,12 +60,10 @@ def _position(request: Request, session: SessionDep, user_id: int | None):  # no
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request) -> HTMLResponse:
     """A visitor sees the path; a signed-in learner, where they are on it and what is due."""
-    if not isinstance(request.session.get(SESSION_USER_KEY), int):
-        # A visitor's page, kept whole, is answered on the event loop (app/page_cache.py).
-        kept = kept_page_at_once(request, "index.html", (request.app.state.cards,))
-        if kept is not None:
-            return kept
-    return await run_in_threadpool(_home, request)
+    # A visitor's page, kept whole, is answered on the event loop (app/page_cache.py).
+    visitor = not isinstance(request.session.get(SESSION_USER_KEY), int)
+    key = (request.app.state.cards,)
+    return await kept_or_made(request, "index.html", key, _home, at_once=visitor)
 
 
 def _home(request: Request) -> HTMLResponse:

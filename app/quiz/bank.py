@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 from app.quiz.editions import load_editions
 from app.quiz.generators import GENERATORS
 from app.quiz.items import LEVELS, BankError, FreeResponseItem, GeneratedItem, Level, QuizItem
+from app.yaml_text import load_yaml
 
 _ITEMS = TypeAdapter(list[QuizItem])
 
@@ -30,6 +31,11 @@ class QuestionBank:
         # Each opener's follow-ups, in the bank's order: a mock interview asks for them per
         # item drawn, so they are found once here rather than by a scan each time.
         self._follow_ups: dict[str, list[FreeResponseItem]] = {}
+        # Each card's items in the bank's order: pages ask per card (the dashboard for every
+        # card on the path), and a scan of the whole bank each time was most of their work.
+        self._by_card: dict[str, list[QuizItem]] = {}
+        for item in self._by_id.values():
+            self._by_card.setdefault(item.card, []).append(item)
         for item in items:
             if isinstance(item, FreeResponseItem) and item.follows:
                 self._follow_ups.setdefault(item.follows, []).append(item)
@@ -52,7 +58,7 @@ class QuestionBank:
         by_file: dict[str, list[QuizItem]] = {}
         for path in sorted(quiz_dir.glob("*.yaml")):
             try:
-                raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+                raw = load_yaml(path.read_text(encoding="utf-8")) or []
                 by_file[path.name] = _flattened(_ITEMS.validate_python(raw))
             except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
                 raise BankError(f"{path.name}: {exc}") from exc
@@ -87,9 +93,9 @@ class QuestionBank:
 
     def for_cards(self, card_ids: Iterable[str]) -> list[QuizItem]:
         """Items of these cards, in the order the cards are given."""
-        order = {card: i for i, card in enumerate(card_ids)}
-        chosen = [item for item in self._by_id.values() if item.card in order]
-        return sorted(chosen, key=lambda item: order[item.card])
+        order = {card: i for i, card in enumerate(card_ids)}  # a card given twice: its last place
+        return [item for card in sorted(order, key=order.__getitem__)
+                for item in self._by_card.get(card, ())]  # fmt: skip
 
     def section_problems(self, sections: dict[str, list[str]]) -> list[str]:
         """Every rubric point whose `section` is not an H2 anchor of its card (`sections`:

@@ -21,6 +21,7 @@ from app.calc.gpus import GPUS
 from app.calc.hardware import ACCELERATORS
 from app.calc.model import PRESETS
 from app.quiz.layouts import Scenario, request_for
+from app.yaml_text import load_yaml
 
 Kind = Literal["training", "serving"]
 LEVELS = ("junior", "mid", "senior")
@@ -197,10 +198,10 @@ class DesignRounds:
         cards, rounds, problems = set(card_ids), [], []
         for path in sorted(folder.glob("*.yaml")):
             try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+                data = load_yaml(path.read_text(encoding="utf-8"))
                 edition = folder / "zh-CN" / path.name
                 if edition.exists():
-                    zh = yaml.safe_load(edition.read_text(encoding="utf-8"))
+                    zh = load_yaml(edition.read_text(encoding="utf-8"))
                     data["editions"] = {"zh": {k: v for k, v in zh.items() if k != "id"}}
                 round_ = DesignRound.model_validate(data)
             except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:

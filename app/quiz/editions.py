@@ -28,6 +28,7 @@ from app.quiz.items import (
     QuizItem,
     SingleChoiceItem,
 )
+from app.yaml_text import load_yaml
 
 
 class _Entry(BaseModel):
@@ -146,7 +147,7 @@ def load_editions(quiz_dir: Path, items_by_file: dict[str, list[QuizItem]]
             if path.name not in items_by_file:
                 raise BankError(f"{name}: no English quiz file {path.name} to translate")
             try:
-                raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+                raw = load_yaml(path.read_text(encoding="utf-8")) or []
                 entries = _ENTRIES.validate_python(raw)
             except (yaml.YAMLError, ValidationError, TypeError) as exc:
                 raise BankError(f"{name}: {exc}") from exc
@@ -169,7 +170,7 @@ def _number_labels(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     try:
-        table = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        table = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise BankError(f"labels/{path.name}: {exc}") from exc
     if not isinstance(table, dict) or not all(

@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.cards.service import CardLibrary
 from app.config import ROOT_DIR
@@ -164,3 +166,17 @@ def test_an_item_naming_a_missing_card_is_a_link_problem(tmp_path: Path) -> None
         tmp_path, "- {id: a, card: no-such-card, kind: flashcard, prompt: p, back: q}"
     )
     assert bank.card_problems(["zero-stages"]) == ["quiz item a: no card 'no-such-card'"]
+
+
+@settings(max_examples=60)
+@given(st.lists(st.sampled_from([c.meta.id for c in CARDS.all()] + ["no-such-card"]), max_size=6))
+def test_for_cards_gives_each_cards_items_in_the_order_the_cards_are_given(
+    cards: list[str],
+) -> None:
+    assert BANK is not None, LOAD_ERROR
+    found = BANK.for_cards(cards)
+    # A card given twice counts at its last place; each card's items keep the bank's order.
+    last_place = {card: i for i, card in enumerate(cards)}
+    bank_order = [item for item in BANK.all() if item.card in last_place]
+    assert found == sorted(bank_order, key=lambda item: last_place[item.card])
+    assert len({item.id for item in found}) == len(found)
