@@ -41,16 +41,24 @@ def load_content(
         for p in files
         if (stat := p.stat())
     )
-    return _load(content_dir, signature, calculators, demos)
+    return _kept(content_dir, signature, calculators, demos)
 
 
 @lru_cache(maxsize=4)
-def _load(
+def _kept(
     content_dir: Path,
     signature: tuple,  # noqa: ARG001 - the cache key
     calculators: tuple[str, ...],
     demos: tuple[str, ...],
 ) -> Content:
+    return read_content(content_dir, calculators, demos)
+
+
+def read_content(
+    content_dir: Path, calculators: tuple[str, ...], demos: tuple[str, ...]
+) -> Content:
+    """load_content's work, done anew (the cards themselves are still kept per set of files:
+    CardLibrary.load)."""
     cards = CardLibrary.load(content_dir / "cards")
     quiz = QuestionBank.load(content_dir / "quiz")
     card_ids = [c.meta.id for c in cards.all()]

@@ -91,7 +91,7 @@ def _rows(path: Path, columns: str, table: str) -> list[tuple]:
 def test_the_app_upgrades_a_first_migration_database_and_keeps_everything(
     tmp_path: Path,
 ) -> None:
-    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    settings = make_settings(tmp_path / "data", migrated=False, content_dir=FIXTURE_CONTENT)
     database = settings.database_path
     database.parent.mkdir(parents=True)
     now = datetime.now(UTC)
@@ -130,7 +130,7 @@ def test_the_app_upgrades_a_first_migration_database_and_keeps_everything(
 def test_a_database_from_before_design_answers_were_kept_upgrades_and_records_them(
     tmp_path: Path,
 ) -> None:
-    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    settings = make_settings(tmp_path / "data", migrated=False, content_dir=FIXTURE_CONTENT)
     database = settings.database_path
     database.parent.mkdir(parents=True)
     command.upgrade(alembic_config(settings.database_url), "0006")
@@ -195,7 +195,7 @@ def _users_who_differ_only_in_case(path: Path, now: datetime) -> None:
 
 
 def test_names_that_differ_only_in_case_are_settled_oldest_first(tmp_path: Path, caplog) -> None:
-    settings = make_settings(tmp_path / "data", content_dir=FIXTURE_CONTENT)
+    settings = make_settings(tmp_path / "data", migrated=False, content_dir=FIXTURE_CONTENT)
     database = settings.database_path
     database.parent.mkdir(parents=True)
     _users_who_differ_only_in_case(database, datetime.now(UTC))

@@ -44,9 +44,10 @@ def database_under_test() -> str:
     return kind
 
 
-def make_settings(data_dir: Path, **overrides: object) -> Settings:
+def make_settings(data_dir: Path, *, migrated: bool = True, **overrides: object) -> Settings:
     """Settings for one test: its own database (a SQLite file in data_dir, or a PostgreSQL
-    database of data_dir's own), and no worker unless one is given."""
+    database of data_dir's own), and no worker unless one is given. The SQLite file starts at
+    the newest migration, copied; `migrated=False` leaves it to the test (none there yet)."""
     values: dict[str, object] = {
         "data_dir": data_dir,
         "secret_key": "test-secret-key",
@@ -61,7 +62,7 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         values["database_url_setting"] = require_server().database_for(data_dir)
     values.update(overrides)
     settings = Settings(**values)
-    if settings.database_kind == "sqlite":
+    if migrated and settings.database_kind == "sqlite":
         _start_at_the_newest_migration(settings.database_path)
     return settings
 

@@ -51,7 +51,7 @@ class DemoPage:
     verdict: Callable[[dict[str, Any], Any, str | None], list[Check]]
     # (worker's measurement event, prediction) -> JSON for the page's chart, or None: no chart
     chart_data: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
-    scripts: tuple[str, ...] = field(default=())  # static JS the page loads, after uPlot
+    scripts: tuple[str, ...] = field(default=())  # JS under static/ the page loads, after uPlot
     # which figure came from which pass: bytes from counted runs (probes on), times from clean
     # ones (probes off); demos/_passes.html shows it above the run's table
     passes: str = ""

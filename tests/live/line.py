@@ -42,11 +42,20 @@ def migrated_sqlite_file(directory: Path) -> Path:
     return path
 
 
-async def wait_for(queue: SharedQueue, count: int, running: int | None = None) -> None:
-    """Until the line holds `count` entries (`running` of them running, if given)."""
+async def wait_for(
+    queue: SharedQueue,
+    count: int,
+    running: int | None = None,
+    *,
+    alongside: asyncio.Task | None = None,
+) -> None:
+    """Until the line holds `count` entries (`running` of them running, if given). A task
+    `alongside` that should be making them and ends first fails the wait with its own error."""
     for _ in range(500):
         entries = await queue.entries()
         if len(entries) == count and running in (None, sum(e.running for e in entries)):
             return
+        if alongside is not None and alongside.done():
+            raise AssertionError(f"it ended first: {alongside.result()!r}, line {entries}")
         await asyncio.sleep(0.01)
     raise AssertionError(f"the line never held {count} entries ({running} running): {entries}")

@@ -58,7 +58,7 @@ def test_two_processes_share_one_line(line_engine: Engine, other_engine: Engine)
         first, second = line(line_engine), line(other_engine)
         release = asyncio.Event()
         running = asyncio.create_task(hold(first, owner("ada"), release))
-        await wait_for(second, 1, running=1)  # the other process sees it run
+        await wait_for(second, 1, running=1, alongside=running)  # the other process sees it
         with pytest.raises(QueueBusy, match="already have a demo running"):
             await second.check(owner("ada", "198.51.100.9"), 1)
         aheads: list[int] = []

@@ -179,5 +179,5 @@ PAGE = DemoPage(
         "backward before them, no probe on."
     ),
     chart_data=chart_points,
-    scripts=("/static/js/demo-activation-checkpointing.js",),
+    scripts=("js/demo-activation-checkpointing.js",),
 )

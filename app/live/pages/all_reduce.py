@@ -97,7 +97,7 @@ PAGE = DemoPage(
     predict=AllReducePrediction,
     verdict=verdict,
     chart_data=chart_points,
-    scripts=("/static/js/demo-chart.js",),
+    scripts=("js/demo-chart.js",),
     passes=N_(
         "bytes (logical and wire) from a counted all-reduce, probes on; time from a second, "
         "clean all-reduce of the same buffer, no probe (the summary: median of the "

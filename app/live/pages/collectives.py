@@ -259,7 +259,7 @@ PAGE = DemoPage(
     predict=CollectivesPrediction,
     verdict=verdict,
     chart_data=chart_points,
-    scripts=("/static/js/demo-collectives.js",),
+    scripts=("js/demo-collectives.js",),
     passes=N_(
         "bytes (logical and wire) from a counted run of each collective, probes on; time from "
         "a second, clean run, no probe (median of the iterations' clean runs, slowest rank). "

@@ -211,6 +211,6 @@ PAGE = DemoPage(
     predict=MixedPrecisionPrediction,
     verdict=verdict,
     chart_data=chart_points,
-    scripts=("/static/js/demo-mixed-precision.js",),
+    scripts=("js/demo-mixed-precision.js",),
     passes=N_("all-reduce bytes from a counted all-reduce, probes on; this page shows no time."),
 )

@@ -190,7 +190,7 @@ PAGE = DemoPage(
     predict=TensorParallelPrediction,
     verdict=verdict,
     chart_data=chart_points,
-    scripts=("/static/js/demo-tensor-parallel.js",),
+    scripts=("js/demo-tensor-parallel.js",),
     passes=N_(
         "bytes (logical and wire) from a counted forward and backward of the split block, "
         "probes on; time from the same forward and backward run again clean, no probe (the "

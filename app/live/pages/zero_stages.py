@@ -442,7 +442,7 @@ PAGE = DemoPage(
     predict=ZeroPrediction,
     verdict=verdict,
     chart_data=chart_points,
-    scripts=("/static/js/demo-zero-stages.js",),
+    scripts=("js/demo-zero-stages.js",),
     passes=N_(
         "bytes (memory, logical and wire) from a counted Adam step, probes on; time from the "
         "clean Adam step just before it, no probe. Each row is those two steps."
