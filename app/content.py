@@ -36,10 +36,9 @@ def load_content(
     card names a calculator or demo not in `calculators` or `demos`, or a question a card or
     section that does not exist."""
     files = sorted(p for p in content_dir.rglob("*") if p.is_file())
+    stats = [(p, p.stat()) for p in files]
     signature = tuple(
-        (str(p.relative_to(content_dir)), stat.st_mtime_ns, stat.st_size)
-        for p in files
-        if (stat := p.stat())
+        (str(p.relative_to(content_dir)), stat.st_mtime_ns, stat.st_size) for p, stat in stats
     )
     return _kept(content_dir, signature, calculators, demos)
 

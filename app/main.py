@@ -128,10 +128,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             per_address=hashing_slots + 2,
         )
         watchdog = asyncio.create_task(keep_worker_running(worker)) if worker else None
-        # What start-up made (the content, the compiled templates, the imports: some 240,000
+        # What start-up made (the content, the compiled templates, the imports: some 250,000
         # objects) lives as long as the app. Frozen, the collector's oldest generation no longer
-        # walks it: a full collection took ~130 ms on 2 cores, every request in flight stalled
-        # behind it, and under load those pauses were the calculator pages' p99.
+        # walks it: a full collection took 256-408 ms on 2 cores (bench/startup.py), every
+        # request in flight stalled behind it; under load it now takes 35-100 ms.
         gc.freeze()
         try:
             yield
