@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy import Engine, text
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +27,7 @@ from app.admin.backup import app_lock
 from app.admin.router import router as admin_router
 from app.body_limit import limit_request_bodies
 from app.calculators import routers as calculator_routers
+from app.calculators.results import RepeatedQueries
 from app.cards.check_router import router as card_check_router
 from app.cards.glossary_router import router as glossary_router
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
@@ -50,15 +51,14 @@ from app.quiz.items import LEVEL_LABELS
 from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
 from app.ratelimit import RateLimited, limits_for
-from app.request_shape import bounded_query_string, limit_json_shapes
+from app.request_shape import limit_json_shapes
 from app.route_gates import gate_routers
+from app.route_guards import guard_routes
 from app.security import (
     CrossOriginProtection,
     CsrfRefused,
     LoginRequired,
     SecurityHeaders,
-    forget_ended_session,
-    require_csrf_token,
 )
 from app.static_files import static_app
 from app.templating import templates
@@ -152,16 +152,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         # No OpenTelemetry here: off, FastAPI asks no provider (an environment read) per request.
         telemetry={"tracing": False, "metrics": False, "logs": False},
-        # Every state-changing route needs this session's CSRF token, and a cookie whose
-        # session has ended on the server loses its user before any route reads it
-        # (app/security.py).
-        # A query string of too many fields is refused before a route parses it
-        # (app/request_shape.py).
-        dependencies=[
-            Depends(bounded_query_string),
-            Depends(require_csrf_token),
-            Depends(forget_ended_session),
-        ],
     )
     app.state.settings = settings
     templates.env.globals["back_to_step"] = back_to_step  # app/templating.py says why here
@@ -221,6 +211,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     # Matching passes over routers that cannot hold the path (app/route_gates.py says why).
     gate_routers(app)
+    # A calculator's answer asked again at the same address, sent before FastAPI parses the
+    # query (app/calculators/results.py); inside the guard, which then runs first.
+    app.router.middleware_stack = RepeatedQueries(app.router.middleware_stack)
+    # The query bound, the ended-session check and the CSRF check (app/route_guards.py).
+    guard_routes(app)
 
     @app.exception_handler(LoginRequired)
     async def _login_first(request: Request, exc: LoginRequired) -> RedirectResponse:

@@ -19,6 +19,7 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -97,21 +98,42 @@ class LruCache(Generic[Value]):
 @dataclass(frozen=True)
 class KeptHtml:
     """A main block or a fragment as a visitor sees it, and the status and headers it is
-    answered with (a calculator answers 422 for bad inputs, HX-Replace-Url for good ones)."""
+    answered with (a calculator answers 422 for bad inputs, HX-Replace-Url for good ones).
 
-    html: str
+    Kept as UTF-8 bytes cut where the CSRF token goes: a request joins the pieces around its
+    own token instead of searching and encoding the whole page (41 KB for a card) again."""
+
+    pieces: tuple[bytes, ...]
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def of(
+        cls, html: str, status: int = 200, headers: tuple[tuple[str, str], ...] = ()
+    ) -> KeptHtml:
+        return cls(tuple(piece.encode() for piece in html.split(CSRF_HOLE)), status, headers)
+
+    @property
+    def html(self) -> str:
+        return CSRF_HOLE.join(piece.decode() for piece in self.pieces)
+
+    @property
+    def takes_token(self) -> bool:
+        return len(self.pieces) > 1
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.pieces))
+
 
 # Card pages, the map and such are bounded by the content; calculators by the LRU. A block is
-# 5-130 KB, so the bound that matters is on characters: some 24 MB of ASCII.
-KEPT: LruCache[KeptHtml] = LruCache(4096, 24_000_000, lambda kept: len(kept.html))
+# 5-130 KB, so the bound that matters is on bytes: some 24 MB.
+KEPT: LruCache[KeptHtml] = LruCache(4096, 24_000_000, lambda kept: kept.size)
 
 # Whole pages around those blocks, one per header they are shown with (signed out, or each
 # user's name; each path and query the language switch repeats): the page is rendered once
 # per learner and link, then only its CSRF token changes.
-PAGES: LruCache[KeptHtml] = LruCache(8192, 64_000_000, lambda kept: len(kept.html))
+PAGES: LruCache[KeptHtml] = LruCache(8192, 64_000_000, lambda kept: kept.size)
 
 # What a route gives when a part is not kept yet: the template's context, the status, and
 # headers for the response.
@@ -121,14 +143,17 @@ Values = Callable[[], tuple[Mapping[str, object], int, Mapping[str, str]]]
 def _page_context(request: Request) -> dict[str, object]:
     """What every template gets besides its own values (app/templating.py's processors), made
     once per request: a page not kept whole is looked for on the event loop, then made in the
-    thread pool, and both need it."""
+    thread pool, and both need it. What is noted on the request leaves the request out: the
+    request's state holding the request would be a cycle, a whole request's objects left to
+    the collector instead of freed as the response goes (a full collection every few seconds
+    under load, 30-90 ms each, was most of the p99)."""
     found = getattr(request.state, "kept_page_context", None)
     if found is None:
-        found = {"request": request}
+        found = {}
         for processor in templates.context_processors:
             found.update(processor(request))
         request.state.kept_page_context = found
-    return found
+    return {"request": request, **found}
 
 
 def _as_visitor(request: Request, template: str, values: Values, main_only: bool) -> KeptHtml:
@@ -148,7 +173,7 @@ def _as_visitor(request: Request, template: str, values: Values, main_only: bool
         html = kept[0]
     else:
         html = templates.get_template(template).render(everything)
-    return KeptHtml(html, status, tuple(headers.items()))
+    return KeptHtml.of(html, status, tuple(headers.items()))
 
 
 def _page_key(
@@ -189,7 +214,7 @@ def kept_page(
             kept_page_template=template, kept_main_html=Markup(main.html), csrf_token=CSRF_HOLE
         )
         html = templates.get_template(KEPT_MAIN_TEMPLATE).render(page)
-        return KeptHtml(html, main.status, main.headers)
+        return KeptHtml.of(html, main.status, main.headers)
 
     kept = PAGES.get_or_make(_page_key(request, template, key, context), whole_page)
     return _answer(kept, token)
@@ -197,7 +222,7 @@ def kept_page(
 
 def _answer(kept: KeptHtml, token: str) -> HTMLResponse:
     return HTMLResponse(
-        kept.html.replace(CSRF_HOLE, token), status_code=kept.status, headers=dict(kept.headers)
+        token.encode().join(kept.pieces), status_code=kept.status, headers=dict(kept.headers)
     )
 
 
@@ -229,14 +254,17 @@ async def kept_or_made(
     make: Callable[..., HTMLResponse],
     *args: object,
     at_once: bool = True,
+    around: Callable[[Request], AbstractAsyncContextManager[None]] | None = None,
 ) -> HTMLResponse:
     """For an async route: the page kept whole under `template` and `key` answered on the
     event loop (kept_page_at_once), else `make(request, *args)` in the thread pool, where it
     may read and write the database and calls kept_page. `at_once=False`: the route has
-    something to write first (a learner's first visit), so only the thread pool will do."""
+    something to write first (a learner's first visit), so only the thread pool will do.
+    `around(request)`: held while the thread pool makes the page (a heavy-work slot)."""
     if at_once and (kept := kept_page_at_once(request, template, key)) is not None:
         return kept
-    return await run_in_threadpool(make, request, *args)
+    async with around(request) if around else nullcontext():
+        return await run_in_threadpool(make, request, *args)
 
 
 async def kept_page_async(
@@ -256,7 +284,7 @@ def kept_fragment_at_once(request: Request, template: str, key: Hashable) -> HTM
     kept = KEPT.get((template, request_language(request), key))
     if kept is None:
         return None
-    token = csrf_token(request) if CSRF_HOLE in kept.html else ""
+    token = csrf_token(request) if kept.takes_token else ""
     return _answer(kept, token)
 
 
@@ -267,5 +295,5 @@ def kept_fragment(request: Request, template: str, key: Hashable, values: Values
     kept = KEPT.get_or_make(
         (template, lang, key), lambda: _as_visitor(request, template, values, main_only=False)
     )
-    token = csrf_token(request) if CSRF_HOLE in kept.html else ""
+    token = csrf_token(request) if kept.takes_token else ""
     return _answer(kept, token)

@@ -19,7 +19,6 @@ import json
 from typing import Any
 
 import anyio
-from fastapi import Request
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -136,10 +135,8 @@ def limit_json_shapes(app: ASGIApp) -> ASGIApp:
     return limited
 
 
-async def bounded_query_string(request: Request) -> None:
-    """An app-wide dependency: refuses a query string of more than MAX_QUERY_FIELDS fields
-    before any route parses it (the count reads the raw bytes)."""
-    raw = request.scope.get("query_string", b"")
-    if raw and raw.count(b"&") + 1 > MAX_QUERY_FIELDS:
-        detail = gettext("the address holds more than %(limit)s query fields")
-        raise ShapeRefused(detail % {"limit": MAX_QUERY_FIELDS})
+def too_many_query_fields() -> ShapeRefused:
+    """The refusal of a query string of more than MAX_QUERY_FIELDS fields, counted on the raw
+    bytes before anything parses them (app/route_guards.py)."""
+    detail = gettext("the address holds more than %(limit)s query fields")
+    return ShapeRefused(detail % {"limit": MAX_QUERY_FIELDS})

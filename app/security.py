@@ -108,17 +108,11 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     return user
 
 
-async def forget_ended_session(request: Request) -> None:
-    """App-wide dependency: a cookie whose session has ended loses its user before the route
-    runs. The page header, the language setting, card visits and demo runs read the user id
-    from the cookie without asking optional_user; they must not act for a session that ended."""
-    await checked_user(request)
-
-
 async def checked_user(request: Request) -> User | None:
     """The cookie's user if its session is live, read once per request (one lookup, in the
     thread pool); a cookie whose session has ended loses its user. LanguageMiddleware asks
-    first, for the user's language, and forget_ended_session's ask then reads nothing."""
+    first, for the user's language, and RequestGuard's ask (app/route_guards.py) then reads
+    nothing."""
     if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return None  # anonymous: nothing to check, and no thread or database needed
     state = request.state
@@ -185,8 +179,9 @@ class CsrfRefused(Exception):
 
 
 async def require_csrf_token(request: Request) -> None:
-    """App-wide dependency: every POST/PUT/PATCH/DELETE carries the session's token, in the
-    X-CSRF-Token header (htmx, from hx-headers:inherited on <body>) or a csrf_token field."""
+    """The first dependency of every POST/PUT/PATCH/DELETE route (app/route_guards.py): the
+    request carries the session's token, in the X-CSRF-Token header (htmx, from
+    hx-headers:inherited on <body>) or a csrf_token field."""
     if request.method in CrossOriginProtection.SAFE_METHODS or request.url.path.startswith(
         CSRF_EXEMPT_PREFIXES
     ):

@@ -10,6 +10,7 @@ from fastapi.routing import APIRoute, _IncludedRouter
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.routing import Match
 
 from app.config import Settings
 from app.main import create_app
@@ -99,3 +100,32 @@ def test_pages_behind_gates_still_answer(settings: Settings) -> None:
         assert client.get("/healthz").status_code in (200, 503)  # after every router
         assert client.get("/no-such-page").status_code == 404
         assert client.get("/calculators/memory").status_code == 200
+
+
+def test_a_router_without_parameters_is_gated_by_its_exact_paths(
+    gates: list[GatedRouter],
+) -> None:
+    exact = [gate for gate in gates if gate.paths is not None]
+    assert len(exact) >= 9  # the calculators' routers among them
+    planner = next(gate for gate in exact if "/calculators/planner/result" in gate.paths)
+    assert planner.matches(_scope("/calculators/planner/result"))[0] == Match.FULL
+    # Its first segment, not its path: passed over without trying a route.
+    assert planner.rules_out("/calculators/memory")
+    assert planner.matches(_scope("/calculators/memory"))[0] == Match.NONE
+
+
+def test_a_request_is_matched_once_inside_its_router(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = create_app(settings)
+    tried: list[str] = []
+    original = _IncludedRouter._match
+
+    def counting(self: _IncludedRouter, scope: dict) -> tuple:
+        tried.append(scope["path"])
+        return original(self, scope)
+
+    with TestClient(app) as client:
+        monkeypatch.setattr(_IncludedRouter, "_match", counting)
+        assert client.get("/calculators/planner/result?preset=llama3-8b").status_code == 200
+    assert tried == ["/calculators/planner/result"]

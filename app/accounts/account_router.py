@@ -22,12 +22,15 @@ from app.ratelimit import (
     record_password_failure,
     wait_message,
 )
+from app.route_guards import GuardedRoute
 from app.security import CurrentSessionId, CurrentUser, hash_password, verify_password
 from app.templating import templates
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/account", tags=["pages"], include_in_schema=False
+)
 
 FormText = Annotated[str, Form(max_length=1000)]
 

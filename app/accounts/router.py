@@ -29,12 +29,13 @@ from app.ratelimit import (
     record_password_failure,
     wait_message,
 )
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser, log_in, log_out, unknown_user_hash, verify_password
 from app.templating import templates
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 # Every field optional at the HTTP level, so a missing one gets the form's own message. A NUL
 # is no account's name or password, and never reaches a query.

@@ -19,12 +19,15 @@ from app.errors import is_htmx
 from app.i18n import N_
 from app.live.queue_rules import QueueEntry
 from app.live.worker_client import WorkerUnavailable
+from app.route_guards import GuardedRoute
 from app.security import AdminUser
 from app.templating import templates
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/admin", tags=["admin"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/admin", tags=["admin"], include_in_schema=False
+)
 
 
 async def _worker_report(request: Request, entries: list[QueueEntry]) -> dict[str, Any]:

@@ -36,8 +36,9 @@ from app.calculators.schemas import (
     StageMemory,
     TrainingMemoryResult,
 )
+from app.route_guards import GuardedRoute
 
-router = APIRouter(prefix="/api/calc", tags=["calculators"])
+router = APIRouter(route_class=GuardedRoute, prefix="/api/calc", tags=["calculators"])
 
 
 def _deepspeed_row(row: DeepSpeedEstimate) -> DeepSpeedRow:

@@ -39,9 +39,10 @@ from app.formatting import memory
 from app.forms import SubmittedForm, parse_form
 from app.i18n import N_, say
 from app.ratelimit import count_calibration
+from app.route_guards import GuardedRoute
 from app.templating import templates
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 
 class CalibrationRequest(BaseModel):

@@ -17,8 +17,9 @@ from app.calculators.communication_view import communication_view, gigabytes, ra
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
+from app.route_guards import GuardedRoute
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/communication"
 

@@ -18,9 +18,10 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
+from app.route_guards import GuardedRoute
 from app.worked.compute import compute_formulas
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/compute"
 CHART_GPUS = (1, 8, 64, 256, 1024, 4096, 16384, 65536)

@@ -26,8 +26,9 @@ from app.calculators.results import kept_answer
 from app.formatting import latex_number
 from app.forms import parse_form, query_inputs
 from app.i18n import gettext
+from app.route_guards import GuardedRoute
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/failures"
 

@@ -21,8 +21,9 @@ from app.calculators.schemas import ModelShape
 from app.formatting import memory
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
+from app.route_guards import GuardedRoute
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/inference-memory"
 

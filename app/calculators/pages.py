@@ -8,10 +8,10 @@ opens the same link, or types the same numbers, is answered from the kept HTML."
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from contextlib import AbstractAsyncContextManager, nullcontext
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -43,13 +43,14 @@ def add_calculator_pages(
     path: str,
     name: str,
     context: Context,
-    slot: Callable[..., Any] | None = None,
+    slot: Callable[[Request], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """`GET path` renders calculators/<name>.html; `GET path/result` renders the
     calculators/_<name>_result.html fragment and points the address bar at the inputs.
 
-    `slot`: a dependency that holds one of the few heavy-work slots (app/heavy_work.py) while
-    the context computes for long (the planner's search)."""
+    `slot(request)`: held around the thread pool's work when the answer is not kept (the
+    planner's heavy-work slot, app/heavy_work.py, while it searches); a kept answer needs
+    none, nor the parsing of the inputs that deciding on one takes."""
 
     page_template = f"calculators/{name}.html"
     fragment_template = f"calculators/_{name}_result.html"
@@ -58,7 +59,12 @@ def add_calculator_pages(
     # computed and rendered in the thread pool.
     async def page(request: Request) -> HTMLResponse:
         return await kept_or_made(
-            request, page_template, inputs_key(request), make_page, at_once=visit_is_kept(request)
+            request,
+            page_template,
+            inputs_key(request),
+            make_page,
+            at_once=visit_is_kept(request),
+            around=slot,
         )
 
     def make_page(request: Request) -> HTMLResponse:
@@ -71,7 +77,10 @@ def add_calculator_pages(
 
     async def fragment(request: Request) -> HTMLResponse:
         kept = kept_fragment_at_once(request, fragment_template, inputs_key(request))
-        return kept if kept is not None else await run_in_threadpool(make_fragment, request)
+        if kept is not None:
+            return kept
+        async with slot(request) if slot else nullcontext():
+            return await run_in_threadpool(make_fragment, request)
 
     def make_fragment(request: Request) -> HTMLResponse:
         def values() -> tuple[dict[str, object], int, dict[str, str]]:
@@ -89,5 +98,4 @@ def add_calculator_pages(
             response_class=HTMLResponse,
             include_in_schema=False,
             name=f"{name}_{suffix}",
-            dependencies=[Depends(slot)] if slot else None,
         )

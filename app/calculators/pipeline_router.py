@@ -14,9 +14,10 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.pipeline_view import pipeline_view
 from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
+from app.route_guards import GuardedRoute
 from app.worked.pipeline import number, percent, plain
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/pipeline"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -38,8 +39,9 @@ from app.formatting import memory
 from app.forms import parse_form, query_inputs
 from app.heavy_work import heavy_work_unless
 from app.i18n import N_
+from app.route_guards import GuardedRoute
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/planner"
 
@@ -302,7 +304,9 @@ async def planner_slot(request: Request) -> AsyncIterator[None]:
         yield
 
 
-add_calculator_pages(router, PAGE, "planner", planner_context, slot=planner_slot)
+add_calculator_pages(
+    router, PAGE, "planner", planner_context, slot=asynccontextmanager(planner_slot)
+)
 
 
 # The API takes PlannerInputs, not PlannerQuery: FastAPI validates a route's inputs on the event

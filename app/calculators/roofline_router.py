@@ -15,9 +15,10 @@ from app.calc.roofline_query import LABELS, OPERATIONS, RooflineQuery, roofline_
 from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.results import kept_answer
 from app.forms import parse_form, query_inputs
+from app.route_guards import GuardedRoute
 from app.worked.roofline import roofline_formulas
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/roofline"
 

@@ -19,9 +19,12 @@ from app.calculators.schemas import MemoryForm
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
 from app.page_cache import kept_page_async
+from app.route_guards import GuardedRoute
 from app.worked.memory import largest_model_latex, stage_views
 
-router = APIRouter(prefix="/calculators", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/calculators", tags=["pages"], include_in_schema=False
+)
 
 MEMORY_LABELS = {
     "params_b": N_("Parameters (billions)"),

@@ -15,9 +15,10 @@ from app.calculators.pages import add_calculator_pages, share_url
 from app.calculators.training_view import training_view
 from app.forms import parse_form, query_inputs
 from app.i18n import N_
+from app.route_guards import GuardedRoute
 from app.worked.training import assumptions
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 PAGE = "/calculators/training-memory"
 

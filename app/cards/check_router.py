@@ -24,10 +24,13 @@ from app.quiz.bank import QuestionBank
 from app.quiz.grading import AnswerError
 from app.quiz.router import question_from_form
 from app.quiz.service import grade, record_answer
+from app.route_guards import GuardedRoute
 from app.security import OptionalUser
 from app.templating import templates
 
-router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/cards", tags=["pages"], include_in_schema=False
+)
 
 
 def card_checks(request: Request, card: Card) -> list[CardPart]:

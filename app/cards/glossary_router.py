@@ -9,8 +9,9 @@ from fastapi.responses import HTMLResponse
 from app.cards.glossary import Glossary
 from app.language import request_language
 from app.page_cache import kept_page_async
+from app.route_guards import GuardedRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 
 @router.get("/glossary", response_class=HTMLResponse)

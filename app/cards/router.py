@@ -19,8 +19,11 @@ from app.language import request_language
 from app.live.pages import DEMO_PAGES as LIVE_DEMO_PAGES
 from app.page_cache import kept_or_made, kept_page, kept_page_async
 from app.quiz.bank import QuestionBank
+from app.route_guards import GuardedRoute
 
-router = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/cards", tags=["pages"], include_in_schema=False
+)
 
 # Where a card's related demos live, by the slugs front matter uses (its calculators':
 # CALCULATOR_PAGES, beside the worked examples); the labels are translated where shown.

@@ -46,10 +46,11 @@ from app.language import request_language
 from app.page_cache import kept_or_made, kept_page
 from app.quiz.progress import progress_of, weakest_topics
 from app.quiz.review_queue import states_of
+from app.route_guards import GuardedRoute
 from app.security import SESSION_USER_KEY, CurrentUser, OptionalUser, optional_user
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 
 def _position(request: Request, session: SessionDep, user_id: int | None):  # noqa: ANN202

@@ -20,9 +20,10 @@ from app.live.pages import DEMO_PAGES
 from app.live.raw_rows import measurement_rows, rows_csv, rows_json
 from app.live.run_view import RunView, card_links, failure_event, status_event
 from app.live.runs import get_run
+from app.route_guards import GuardedRoute
 from app.templating import templates
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 
 def _page_of(demo: str) -> DemoPage | None:

@@ -42,6 +42,7 @@ from app.live.worker_client import WorkerUnavailable
 from app.live.worker_pool import WorkerPool
 from app.live.worker_process import LocalWorker
 from app.ratelimit import DemoLaunchCheck, client_address, count_demo_launch
+from app.route_guards import GuardedRoute
 from app.security import SESSION_CSRF_KEY, SESSION_USER_KEY
 from app.templating import templates
 from demos.specs import DEMO_COLLECTIVES
@@ -49,7 +50,7 @@ from demos.specs.devices import job_problem
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/demos", tags=["demos"])
+router = APIRouter(route_class=GuardedRoute, prefix="/demos", tags=["demos"])
 
 
 def _pool(request: Request) -> WorkerPool:

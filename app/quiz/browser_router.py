@@ -28,10 +28,11 @@ from app.quiz.browser import (
 )
 from app.quiz.models import MAX_NOTE_CHARS
 from app.quiz.review_queue import UnknownTopic, topic_cards, topics
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 FILTERS = ("q", "topic", "state", "page")
 

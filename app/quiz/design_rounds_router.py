@@ -15,10 +15,13 @@ from app.quiz.design_keys import filled, input_figures, round_figures
 from app.quiz.design_rounds import DesignRound, DesignRounds
 from app.quiz.design_sheet import YES_NO_WORDS, grade_sheet, parse_sheet, record_round
 from app.quiz.layouts import SCHEDULE_TEXT
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(prefix="/rounds", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/rounds", tags=["pages"], include_in_schema=False
+)
 
 
 def _bank(request: Request) -> DesignRounds:

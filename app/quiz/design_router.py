@@ -15,10 +15,13 @@ from app.forms import SubmittedForm, parse_form
 from app.quiz.design_rounds_router import router as rounds_router
 from app.quiz.design_run import DESIGN_LABELS, DesignAnswer, record_design, score_design
 from app.quiz.layouts import SCENARIOS, SCHEDULE_TEXT, planner_url, scenario_fields
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(prefix="/mock/design", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/mock/design", tags=["pages"], include_in_schema=False
+)
 router.include_router(rounds_router)  # /mock/design/rounds: the system-design rounds
 
 

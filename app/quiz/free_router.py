@@ -18,9 +18,10 @@ from app.quiz.free_grading import auto_checks
 from app.quiz.free_view import rubric_rows
 from app.quiz.items import FreeResponseItem
 from app.quiz.service import question_for
+from app.route_guards import GuardedRoute
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 # Where the answer form records: only these pages' own answer routes (the form says which).
 ANSWER_URL = re.compile(r"^/(?:quiz/answer|mock/\d{1,18}/answer|practice/answer(?:\?[\w=&%.-]*)?)$")

@@ -24,11 +24,14 @@ from app.quiz.groups import (
     set_sharing,
 )
 from app.quiz.models import StudyGroup
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 from app.text_rules import has_control_characters
 
-router = APIRouter(prefix="/groups", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/groups", tags=["pages"], include_in_schema=False
+)
 
 
 def _plain_text(name: str) -> str:

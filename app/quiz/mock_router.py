@@ -40,10 +40,13 @@ from app.quiz.mock_report import report
 from app.quiz.models import MockInterview, QuizAttempt
 from app.quiz.review_queue import UnknownTopic, topic_cards, topics
 from app.quiz.service import Question, grade, record_answer
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(prefix="/mock", tags=["pages"], include_in_schema=False)
+router = APIRouter(
+    route_class=GuardedRoute, prefix="/mock", tags=["pages"], include_in_schema=False
+)
 
 
 def _start_page(request: Request, status_code: int = 200, **extra: object) -> HTMLResponse:

@@ -25,10 +25,11 @@ from app.quiz.grading import AnswerError
 from app.quiz.items import QuizItem
 from app.quiz.router import bank_of, card_title, question_from_form
 from app.quiz.service import draw_question, grade
+from app.route_guards import GuardedRoute
 from app.security import OptionalUser
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 MAX_TOPIC_CHARS = 80  # as the quiz reads ?topic=
 MAX_STEP_CHARS = 4  # ?step= is only passed on, for the way back (app/journey/return_link.py)

@@ -25,10 +25,11 @@ from app.quiz.progress_file import export_progress, import_progress, parse_progr
 from app.quiz.review_queue import NEW_PER_DAY, new_left_today, new_per_day_of, set_new_per_day
 from app.quiz.service import attempts_of
 from app.ratelimit import count_import
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 

@@ -52,10 +52,11 @@ from app.quiz.service import (
     record_answer,
     undo_answer,
 )
+from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=GuardedRoute, tags=["pages"], include_in_schema=False)
 for _sub in (
     progress_router,
     groups_router,

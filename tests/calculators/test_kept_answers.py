@@ -1,5 +1,6 @@
 """The calculators' JSON answers, kept by their validated inputs (app/calculators/results.py):
-byte for byte what FastAPI sends for the response model, computed once per question."""
+byte for byte what FastAPI sends for the response model, computed once per question, and
+sent again for the same address before the query is parsed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from app.calculators.api import memory_result
 from app.calculators.communication_router import CommunicationResult
 from app.calculators.pipeline_router import PipelineResult
 from app.calculators.planner_router import PlannerResult, searched
-from app.calculators.results import ANSWERS
+from app.calculators.results import ANSWERS, ASKED
 from app.calculators.schemas import MemoryQuery, MemoryResult, TrainingMemoryResult
 from app.config import Settings
 from app.main import create_app
@@ -49,6 +50,7 @@ ANSWERED: dict[str, tuple[str, dict[str, Any], type[BaseModel], type[BaseModel],
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     ANSWERS.clear()
+    ASKED.clear()
     app = create_app(settings)
 
     # Each answer as FastAPI serialises the response model itself, for the kept bytes to equal.
@@ -73,10 +75,15 @@ def test_a_kept_answer_is_what_fastapi_sends_and_is_computed_once(
     expected = client.get(f"/whole/{name}", params=question)
     first = client.get(path, params=question)
     misses = ANSWERS.misses
+    # The same address: sent as it was kept, the route not asked (ANSWERS sees nothing).
     again = client.get(path, params=question)
+    # The same question at another address: parsed, validated, and found kept by its inputs.
+    reordered = client.get(path, params=dict(reversed(question.items())))
     assert first.status_code == again.status_code == expected.status_code == 200
-    assert first.content == again.content == expected.content
-    assert first.headers["content-type"] == expected.headers["content-type"]
+    assert first.content == again.content == reordered.content == expected.content
+    for answer in (first, again):
+        assert answer.headers["content-type"] == expected.headers["content-type"]
+    assert ASKED.hits == 1
     assert (ANSWERS.misses, ANSWERS.hits) == (misses, 1)
 
 
@@ -95,5 +102,12 @@ def test_a_refused_question_is_refused_again_and_not_kept(client: TestClient) ->
     for _ in range(2):
         refused = client.get("/api/calc/planner", params=question)
         assert refused.status_code == 422
-    assert len(ANSWERS) == 0
-    assert client.get("/api/calc/memory", params={"params": "-1"}).status_code == 422
+    for _ in range(2):  # refused by FastAPI's own validation
+        assert client.get("/api/calc/memory", params={"params": "-1"}).status_code == 422
+    assert len(ANSWERS) == len(ASKED) == 0
+
+
+def test_an_answer_is_kept_under_its_address_only_for_the_api(client: TestClient) -> None:
+    client.get("/api/calc/memory", params={"params": "7e9", "dp_degree": 8})
+    client.post("/api/calc/planner", json=ANSWERED["planner"][1])  # a body, not an address
+    assert len(ASKED) == 1 and len(ANSWERS) == 2
