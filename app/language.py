@@ -5,11 +5,9 @@ left, else Accept-Language."""
 from __future__ import annotations
 
 from fastapi import Request
-from sqlmodel import Session
 
-from app.accounts.models import User
 from app.cards.models import LANGUAGES
-from app.security import SESSION_USER_KEY
+from app.security import request_user
 
 LANG_COOKIE = "lang"
 LANG_CHOICES = {"en", *LANGUAGES}
@@ -26,17 +24,10 @@ def request_language(request: Request) -> str:
 
 
 def _user_language(request: Request) -> str | None:
-    # The session cookie holds only the user id (app/security.py); the setting is in the DB.
-    user_id = request.session.get(SESSION_USER_KEY) if "session" in request.scope else None
-    if not isinstance(user_id, int):
-        return None
-    if getattr(request.state, "session_checked", False):
-        # Read with the check that the session is live (app/security.py checked_user).
-        checked: User | None = request.state.header_user
-        return checked.language if checked is not None else None
-    with Session(request.app.state.engine) as session:
-        user = session.get(User, user_id)
-    return user.language if user is not None and not user.disabled else None
+    # The session cookie holds only the user id (app/security.py); the setting is in the DB,
+    # read with the check that the session is live.
+    user = request_user(request)
+    return user.language if user is not None else None
 
 
 def _choose(request: Request) -> str:

@@ -29,7 +29,7 @@ from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
 from app.language import request_language
-from app.security import SESSION_USER_KEY, csrf_token
+from app.security import SESSION_USER_KEY, csrf_token, user_checked_now
 from app.templating import templates
 
 Value = TypeVar("Value")
@@ -229,11 +229,9 @@ def _answer(kept: KeptHtml, token: str) -> HTMLResponse:
 def _reads_nothing(request: Request) -> bool:
     """Whether the page context can be made without the database: a visitor, or a learner
     whose header the session check has read already (app/security.py)."""
-    user_id = request.session.get(SESSION_USER_KEY)
-    if not isinstance(user_id, int):
+    if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return True
-    user = getattr(request.state, "header_user", None)
-    return user is not None and user.id == user_id
+    return user_checked_now(request) is not None
 
 
 def kept_page_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:

@@ -91,7 +91,7 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     """The signed-in user, if the cookie names a session that is live on the server: logged
     out, ended by a password change or reset, by the admin, or by disabling the user, it is
     not, whatever the cookie's signature and age say."""
-    checked = getattr(request.state, "checked_session", None)
+    checked = getattr(request.state, _CHECKED, None)
     if checked is not None and checked[0].id == request.session.get(SESSION_USER_KEY):
         # Read a moment ago by checked_user, this request: the rows are the route's own
         # session's, as a lookup here would have made them, without a second lookup.
@@ -108,6 +108,11 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     return user
 
 
+# Set on request.state by checked_user: the live session's (user, row), or None where the
+# cookie's session has ended; not set at all before the check (or for a visitor, who has none).
+_CHECKED = "checked_session"
+
+
 async def checked_user(request: Request) -> User | None:
     """The cookie's user if its session is live, read once per request (one lookup, in the
     thread pool); a cookie whose session has ended loses its user. LanguageMiddleware asks
@@ -116,8 +121,9 @@ async def checked_user(request: Request) -> User | None:
     if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return None  # anonymous: nothing to check, and no thread or database needed
     state = request.state
-    if getattr(state, "session_checked", False):
-        return state.header_user
+    if hasattr(state, _CHECKED):
+        found = getattr(state, _CHECKED)
+        return found[0] if found is not None else None
 
     def check() -> tuple[User, UserSession] | None:
         # A session of its own, closed at once: a long demo stream must not hold a read open.
@@ -129,9 +135,30 @@ async def checked_user(request: Request) -> User | None:
         _forget_user(request)
     # The page header shows this user's name (app/templating.py), the language is the user's
     # own setting (app/language.py), and optional_user takes the rows: no second read.
-    state.header_user = found[0] if found is not None else None
-    state.checked_session, state.session_checked = found, True
-    return state.header_user
+    setattr(state, _CHECKED, found)
+    return found[0] if found is not None else None
+
+
+def user_checked_now(request: Request) -> User | None:
+    """The cookie's user as checked_user found it this request, if it is still the cookie's
+    user (a route that signs someone in or out changes that); else None, reading nothing."""
+    found = getattr(request.state, _CHECKED, None)
+    user_id = request.session.get(SESSION_USER_KEY) if "session" in request.scope else None
+    return found[0] if found is not None and found[0].id == user_id else None
+
+
+def request_user(request: Request) -> User | None:
+    """The cookie's user, for what a page shows of it (the header's name, the language): the
+    one checked_user found, or, for a request it never saw (an error answered by a middleware
+    before any route), read by id, a disabled user being no one."""
+    user_id = request.session.get(SESSION_USER_KEY) if "session" in request.scope else None
+    if not isinstance(user_id, int):
+        return None
+    if (user := user_checked_now(request)) is not None:
+        return user
+    with Session(request.app.state.engine) as session:
+        user = session.get(User, user_id)
+    return user if user is not None and not user.disabled else None
 
 
 def _session_secret(request: Request) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
-from sqlmodel import Session
 
 from app import formatting
-from app.accounts.models import User
 from app.assets import VENDOR
 from app.config import ROOT_DIR
 from app.i18n import (
@@ -21,7 +19,7 @@ from app.i18n import (
     translate_source,
 )
 from app.quiz.rendering import markdown_html, markdown_inline_html
-from app.security import SESSION_USER_KEY, csrf_token
+from app.security import csrf_token, request_user
 from app.static_files import static_url
 
 # Labels are marked here and translated where the header shows them.
@@ -42,16 +40,7 @@ LANGUAGE_NAMES = {"zh": "中文", "en": "English"}
 def _page_context(request: Request) -> dict[str, object]:
     # The cookie holds only the user id; the name shown in the header comes from the DB, read
     # once per request by the check that the session is live (app/security.py).
-    # A route that signed someone in or out since then changed the cookie's user: read anew.
-    user_id = request.session.get(SESSION_USER_KEY)
-    user = getattr(request.state, "header_user", None)
-    if user is not None and user.id != user_id:
-        user = None
-    if user is None and isinstance(user_id, int):
-        with Session(request.app.state.engine) as session:
-            user = session.get(User, user_id)
-        if user is not None and user.disabled:
-            user = None
+    user = request_user(request)
     lang = current_language()
     return {
         "nav": NAV,

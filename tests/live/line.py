@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -42,6 +43,9 @@ def migrated_sqlite_file(directory: Path) -> Path:
     return path
 
 
+WAIT_S = 30
+
+
 async def wait_for(
     queue: SharedQueue,
     count: int,
@@ -49,9 +53,12 @@ async def wait_for(
     *,
     alongside: asyncio.Task | None = None,
 ) -> None:
-    """Until the line holds `count` entries (`running` of them running, if given). A task
-    `alongside` that should be making them and ends first fails the wait with its own error."""
-    for _ in range(500):
+    """Until the line holds `count` entries (`running` of them running, if given), for up to
+    WAIT_S: a machine busy with the rest of the suite has taken longer than 5 s to place one.
+    A task `alongside` that should be making them and ends first fails the wait with its own
+    error."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
         entries = await queue.entries()
         if len(entries) == count and running in (None, sum(e.running for e in entries)):
             return
