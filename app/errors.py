@@ -21,8 +21,9 @@ from fastapi.exception_handlers import (
     http_exception_handler,
 )
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.utils import is_body_allowed_for_status_code
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -178,6 +179,53 @@ def unhandled_errors(app: ASGIApp) -> ASGIApp:
             await _server_error(Request(scope, receive))(scope, receive, send)
 
     return answer_crashes
+
+
+# How long a client is told to wait when every database connection stayed taken for as long as
+# the pool waits (30 s): by then the server is overloaded, and asking again at once adds to it.
+BUSY_RETRY_S = 5
+BUSY_MESSAGE = N_("The site is very busy just now. Try again in a few seconds.")
+
+
+def answer_busy_database(app: ASGIApp) -> ASGIApp:
+    """Middleware, outside the session and language ones (which read the database too): a
+    request that waited the pool's whole timeout for a database connection (SQLAlchemy's
+    TimeoutError) is answered 503 with Retry-After, the app's own back-pressure, not a 500.
+    Plain text or JSON: the error page itself would read the database again.
+
+    Found by bench/cohort.py: 500 learners on four web processes sharing two cores queued
+    past the timeout, and every such request was a 500."""
+
+    async def busy_or_not(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        started = False
+
+        async def send_noting_start(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, send_noting_start)
+        except PoolTimeout:
+            log.warning("no database connection within the pool's timeout: %s %s answered 503",
+                        scope["method"], scope["path"])  # fmt: skip
+            if started:
+                raise
+            said, headers = str(translate(BUSY_MESSAGE)), {"Retry-After": str(BUSY_RETRY_S)}
+            busy: Response
+            if scope["path"].startswith("/api/") or not _accepts_html(scope):
+                busy = JSONResponse({"detail": said}, status_code=503, headers=headers)
+            else:
+                busy = PlainTextResponse(said, status_code=503, headers=headers)
+            await busy(scope, receive, send)
+
+    return busy_or_not
+
+
+def _accepts_html(scope: Scope) -> bool:
+    return b"text/html" in dict(scope["headers"]).get(b"accept", b"")
 
 
 def register_error_pages(app: FastAPI) -> None:

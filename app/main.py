@@ -35,7 +35,7 @@ from app.cards.router import router as cards_router
 from app.config import Settings
 from app.content import load_content
 from app.db import make_engine, migrate
-from app.errors import refusal, register_error_pages
+from app.errors import answer_busy_database, refusal, register_error_pages
 from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_PER_ADDRESS, HEAVY_WAIT_S, HeavyWork
 from app.i18n import LOCALES, LanguageMiddleware, translations
 from app.journey.return_link import back_to_step
@@ -191,6 +191,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # no encoder or proxy holds one back (a process-wide setting of the library).
     remove_compress_type("text/event-stream")
     app.add_middleware(CompressMiddleware, minimum_size=1024)  # below ~1 KB: little to gain
+    # No database connection within the pool's timeout: 503, wherever it was asked for.
+    app.add_middleware(answer_busy_database)
     app.add_middleware(RequestLog)  # last added runs first: it times everything
     # Added last, so it runs first: the log, like every route, sees the client a proxy names.
     app.add_middleware(ProxyHeaders, trusted_proxies=settings.trusted_proxies)
