@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -151,16 +151,16 @@ def _server_error(request: Request) -> Response:
     return _error_page(request, 500, message)
 
 
-def unhandled_errors(app: ASGIApp) -> ASGIApp:
-    """Middleware: an exception no handler took becomes the 500 page (or JSON), logged with
-    its request.
+# What an error middleware answers with, given the request: the response, or None to let the
+# error go on up (a response already half sent, or nothing to say about this error).
+Answer = Callable[[Scope, Receive, BaseException], Response | None]
 
-    Not an exception handler for Exception: Starlette runs that one in ServerErrorMiddleware,
-    outside every middleware, so its log line would lack the request id and its page the
-    session and the security headers.
-    """
 
-    async def answer_crashes(scope: Scope, receive: Receive, send: Send) -> None:
+def _answering(app: ASGIApp, caught: type[BaseException], answer: Answer) -> ASGIApp:
+    """`app`, with an error of type `caught` that escapes it answered by `answer`, unless
+    the response had started: then only the server can end it (it drops the line)."""
+
+    async def answering(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await app(scope, receive, send)
         started = False
@@ -172,13 +172,32 @@ def unhandled_errors(app: ASGIApp) -> ASGIApp:
 
         try:
             await app(scope, receive, send_noting_start)
-        except Exception:
-            log.exception("unhandled error in %s %s", scope["method"], scope["path"])
-            if started:
-                raise  # a response is half sent: only the server can end it (it drops the line)
-            await _server_error(Request(scope, receive))(scope, receive, send)
+        except caught as error:
+            response = None if started else answer(scope, receive, error)
+            if response is None:
+                raise
+            await response(scope, receive, send)
 
-    return answer_crashes
+    return answering
+
+
+def unhandled_errors(app: ASGIApp) -> ASGIApp:
+    """Middleware: an exception no handler took becomes the 500 page (or JSON), logged with
+    its request. A database that gave no connection in time is not a crash: that error goes
+    on up to answer_busy_database.
+
+    Not an exception handler for Exception: Starlette runs that one in ServerErrorMiddleware,
+    outside every middleware, so its log line would lack the request id and its page the
+    session and the security headers.
+    """
+
+    def crashed(scope: Scope, receive: Receive, error: BaseException) -> Response | None:
+        if isinstance(error, PoolTimeout):
+            return None
+        log.exception("unhandled error in %s %s", scope["method"], scope["path"])
+        return _server_error(Request(scope, receive))
+
+    return _answering(app, Exception, crashed)
 
 
 # How long a client is told to wait when every database connection stayed taken for as long as
@@ -190,38 +209,22 @@ BUSY_MESSAGE = N_("The site is very busy just now. Try again in a few seconds.")
 def answer_busy_database(app: ASGIApp) -> ASGIApp:
     """Middleware, outside the session and language ones (which read the database too): a
     request that waited the pool's whole timeout for a database connection (SQLAlchemy's
-    TimeoutError) is answered 503 with Retry-After, the app's own back-pressure, not a 500.
-    Plain text or JSON: the error page itself would read the database again.
+    TimeoutError), in a route or a middleware, is answered 503 with Retry-After, the app's
+    own back-pressure, not a 500. Plain text or JSON: the error page itself would read the
+    database again.
 
     Found by bench/cohort.py: 500 learners on four web processes sharing two cores queued
     past the timeout, and every such request was a 500."""
 
-    async def busy_or_not(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        started = False
+    def busy(scope: Scope, receive: Receive, error: BaseException) -> Response:
+        log.warning("no database connection within the pool's timeout: %s %s answered 503",
+                    scope["method"], scope["path"])  # fmt: skip
+        said, headers = str(translate(BUSY_MESSAGE)), {"Retry-After": str(BUSY_RETRY_S)}
+        if scope["path"].startswith("/api/") or not _accepts_html(scope):
+            return JSONResponse({"detail": said}, status_code=503, headers=headers)
+        return PlainTextResponse(said, status_code=503, headers=headers)
 
-        async def send_noting_start(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await app(scope, receive, send_noting_start)
-        except PoolTimeout:
-            log.warning("no database connection within the pool's timeout: %s %s answered 503",
-                        scope["method"], scope["path"])  # fmt: skip
-            if started:
-                raise
-            said, headers = str(translate(BUSY_MESSAGE)), {"Retry-After": str(BUSY_RETRY_S)}
-            busy: Response
-            if scope["path"].startswith("/api/") or not _accepts_html(scope):
-                busy = JSONResponse({"detail": said}, status_code=503, headers=headers)
-            else:
-                busy = PlainTextResponse(said, status_code=503, headers=headers)
-            await busy(scope, receive, send)
-
-    return busy_or_not
+    return _answering(app, PoolTimeout, busy)
 
 
 def _accepts_html(scope: Scope) -> bool:

@@ -9,7 +9,7 @@ from sqlmodel import create_engine
 
 from app.config import Settings
 from app.main import create_app
-from tests.utils import register
+from tests.utils import csrf_token, register
 
 
 def test_no_connection_in_time_is_a_503_to_come_back(settings: Settings) -> None:
@@ -30,5 +30,14 @@ def test_no_connection_in_time_is_a_503_to_come_back(settings: Settings) -> None
         assert page.status_code == api.status_code == 503
         assert page.headers["retry-after"] == api.headers["retry-after"] == "5"
         assert "very busy" in page.text and "very busy" in api.json()["detail"]
+        # Signed out, the first read is the route's own (the log-in's), inside the 500 page's
+        # middleware: still a 503.
+        visitor = TestClient(app)
+        token = csrf_token(visitor)
+        with app.state.engine.connect():
+            login = visitor.post(
+                "/login", data={"username": "ada", "password": "wrong", "csrf_token": token}
+            )
+        assert login.status_code == 503 and login.headers["retry-after"] == "5"
         # A connection free again: the same learner, the same page.
         assert client.get("/progress").status_code == 200
