@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from fastapi import Depends, Request
 from sqlalchemy import Engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import SingletonThreadPool
 from sqlmodel import Session, create_engine
 
 from app.config import ROOT_DIR, database_kind
@@ -48,12 +49,11 @@ def make_engine(url: str) -> Engine:
         )
     # As many connections as the thread pool has threads (AnyIO's default, 40) and a few for
     # the event loop's own reads: SQLAlchemy's default of 5 + 10 had threads queue for one.
-    engine = create_engine(
-        url,
-        connect_args={"check_same_thread": False},
-        pool_size=SQLITE_POOL_SIZE,
-        max_overflow=SQLITE_POOL_OVERFLOW,
-    )
+    return _sqlite_engine(url, pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW)
+
+
+def _sqlite_engine(url: str | URL, **pool: Any) -> Engine:  # noqa: ANN401 - create_engine's
+    engine = create_engine(url, connect_args={"check_same_thread": False}, **pool)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI objects are untyped
@@ -67,6 +67,22 @@ def make_engine(url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def engine_beside(engine: Engine) -> Engine:
+    """The same database through connections of its own, which no request takes: for work
+    that must not wait behind requests for the shared pool. On SQLite, one connection per
+    thread (the event loop's reads of the session, the demo line's heartbeats); on PostgreSQL
+    one in all, for the heartbeats' one thread. Disposed by whoever made it."""
+    if engine.dialect.name == "sqlite":
+        return _sqlite_engine(engine.url, poolclass=SingletonThreadPool)
+    return create_engine(
+        engine.url,
+        pool_pre_ping=True,
+        pool_size=1,
+        max_overflow=0,
+        connect_args={"application_name": APPLICATION_NAME},
+    )
 
 
 def alembic_config(url: str) -> Config:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -23,6 +24,7 @@ from fastapi.exception_handlers import (
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.utils import is_body_allowed_for_status_code
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -183,8 +185,8 @@ def _answering(app: ASGIApp, caught: type[BaseException], answer: Answer) -> ASG
 
 def unhandled_errors(app: ASGIApp) -> ASGIApp:
     """Middleware: an exception no handler took becomes the 500 page (or JSON), logged with
-    its request. A database that gave no connection in time is not a crash: that error goes
-    on up to answer_busy_database.
+    its request. A database too busy to answer in time is not a crash: that error goes on up
+    to answer_busy_database.
 
     Not an exception handler for Exception: Starlette runs that one in ServerErrorMiddleware,
     outside every middleware, so its log line would lack the request id and its page the
@@ -192,7 +194,7 @@ def unhandled_errors(app: ASGIApp) -> ASGIApp:
     """
 
     def crashed(scope: Scope, receive: Receive, error: BaseException) -> Response | None:
-        if isinstance(error, PoolTimeout):
+        if database_busy(error):
             return None
         log.exception("unhandled error in %s %s", scope["method"], scope["path"])
         return _server_error(Request(scope, receive))
@@ -206,25 +208,41 @@ BUSY_RETRY_S = 5
 BUSY_MESSAGE = N_("The site is very busy just now. Try again in a few seconds.")
 
 
+def database_busy(error: BaseException) -> bool:
+    """Whether `error` is the database too busy to answer in time, not a fault: no pooled
+    connection within the pool's timeout (SQLAlchemy's TimeoutError), or SQLite's write lock
+    still held by others when busy_timeout ran out ("database is locked"; the statement, and
+    so its transaction, did not happen)."""
+    if isinstance(error, PoolTimeout):
+        return True
+    return (
+        isinstance(error, OperationalError)
+        and isinstance(error.orig, sqlite3.OperationalError)
+        and "locked" in str(error.orig)
+    )
+
+
 def answer_busy_database(app: ASGIApp) -> ASGIApp:
     """Middleware, outside the session and language ones (which read the database too): a
-    request that waited the pool's whole timeout for a database connection (SQLAlchemy's
-    TimeoutError), in a route or a middleware, is answered 503 with Retry-After, the app's
-    own back-pressure, not a 500. Plain text or JSON: the error page itself would read the
-    database again.
+    request the database was too busy for (database_busy), in a route or a middleware, is
+    answered 503 with Retry-After, the app's own back-pressure, not a 500. Plain text or
+    JSON: the error page itself would read the database again.
 
     Found by bench/cohort.py: 500 learners on four web processes sharing two cores queued
-    past the timeout, and every such request was a 500."""
+    past the pool's timeout, and every such request was a 500; on the single box, answers
+    that waited out SQLite's busy_timeout were 500s too."""
 
-    def busy(scope: Scope, receive: Receive, error: BaseException) -> Response:
-        log.warning("no database connection within the pool's timeout: %s %s answered 503",
-                    scope["method"], scope["path"])  # fmt: skip
+    def busy(scope: Scope, receive: Receive, error: BaseException) -> Response | None:
+        if not database_busy(error):
+            return None
+        log.warning("the database was too busy (%s): %s %s answered 503",
+                    type(error).__name__, scope["method"], scope["path"])  # fmt: skip
         said, headers = str(translate(BUSY_MESSAGE)), {"Retry-After": str(BUSY_RETRY_S)}
         if scope["path"].startswith("/api/") or not _accepts_html(scope):
             return JSONResponse({"detail": said}, status_code=503, headers=headers)
         return PlainTextResponse(said, status_code=503, headers=headers)
 
-    return _answering(app, PoolTimeout, busy)
+    return _answering(app, Exception, busy)
 
 
 def _accepts_html(scope: Scope) -> bool:

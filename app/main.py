@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 import os
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,7 +35,7 @@ from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.cards.router import router as cards_router
 from app.config import Settings
 from app.content import load_content
-from app.db import make_engine, migrate
+from app.db import engine_beside, make_engine, migrate
 from app.errors import answer_busy_database, refusal, register_error_pages
 from app.heavy_work import HEAVY_MAX_WAITING, HEAVY_PER_ADDRESS, HEAVY_WAIT_S, HeavyWork
 from app.i18n import LOCALES, LanguageMiddleware, translations
@@ -82,6 +83,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lock = app_lock(settings.data_dir, settings.database_url)
         migrate(settings.database_url)
         app.state.engine = make_engine(settings.database_url)
+        # This start of the app, over this database: what is kept for one learner is kept
+        # under it (app/page_cache.py OWN_PAGES).
+        app.state.run = secrets.token_hex(8)
+        app.state.engine_beside = engine_beside(app.state.engine)
         # In the database, so every web process counts against the same windows.
         app.state.limits = limits_for(
             app.state.engine,
@@ -110,7 +115,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.worker = worker
         # In the database: every web process sees one line in front of the one pool.
         app.state.demo_queue = SharedQueue(
-            app.state.engine, app.state.worker_pool, settings.demo_queue_max
+            app.state.engine,
+            app.state.worker_pool,
+            settings.demo_queue_max,
+            heartbeat_engine=app.state.engine_beside,
         )
         # Made here, on the loop their waiters run on (app/heavy_work.py).
         app.state.heavy_work = HeavyWork(
@@ -141,7 +149,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 watchdog.cancel()
             if worker is not None:
                 worker.stop()
+            app.state.demo_queue.close()
             app.state.engine.dispose()
+            app.state.engine_beside.dispose()
             lock.close()
 
     app = FastAPI(

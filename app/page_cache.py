@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from fastapi import Request
@@ -62,17 +63,26 @@ class LruCache(Generic[Value]):
                 return found[0]
             self.misses += 1
         value = make()  # outside the lock: a slow render holds up no other key
+        self._keep(key, value, replace=False)
+        return value
+
+    def put(self, key: Hashable, value: Value) -> None:
+        """Keeps `value` under `key`, in place of what was kept there."""
+        self._keep(key, value, replace=True)
+
+    def _keep(self, key: Hashable, value: Value, replace: bool) -> None:
         size = self._size_of(value)
         if size > self.max_size:
-            return value  # larger than the whole cache: served, not kept
+            return  # larger than the whole cache: served, not kept
         with self._lock:
+            if replace and key in self._values:
+                self._size -= self._values.pop(key)[1]
             if key not in self._values:
                 self._values[key] = (value, size)
                 self._size += size
             while len(self._values) > self.max_entries or self._size > self.max_size:
                 _key, (_value, dropped) = self._values.popitem(last=False)
                 self._size -= dropped
-        return value
 
     def get(self, key: Hashable) -> Value | None:
         """The value kept under `key`, or None; a hit counts, a miss does not (get_or_make,
@@ -134,6 +144,14 @@ KEPT: LruCache[KeptHtml] = LruCache(4096, 24_000_000, lambda kept: kept.size)
 # user's name; each path and query the language switch repeats): the page is rendered once
 # per learner and link, then only its CSRF token changes.
 PAGES: LruCache[KeptHtml] = LruCache(8192, 64_000_000, lambda kept: kept.size)
+
+# A learner's own pages (the dashboard), whole, each until the moment its numbers change of
+# themselves (a review falling due, midnight): one per learner, version of their progress,
+# language and link. A learner's next write changes the version, so the page kept under the
+# old one is never asked for again and leaves as the least recently used.
+OWN_PAGES: LruCache[tuple[KeptHtml, datetime]] = LruCache(
+    4096, 64_000_000, lambda kept: kept[0].size
+)
 
 # What a route gives when a part is not kept yet: the template's context, the status, and
 # headers for the response.
@@ -295,3 +313,46 @@ def kept_fragment(request: Request, template: str, key: Hashable, values: Values
     )
     token = csrf_token(request) if kept.takes_token else ""
     return _answer(kept, token)
+
+
+def _own_key(request: Request, template: str, key: Hashable) -> tuple[Hashable, ...] | None:
+    """Where a learner's own page is kept: the learner as the session check read them this
+    request (their name and role, which the header shows, and their progress_version, which
+    the database moves on every write to their progress: app/accounts/models.py), the
+    language, the link; None for a visitor or a session not checked."""
+    user = user_checked_now(request)
+    if user is None:
+        return None
+    # The app's run names the database too: user ids and versions repeat across databases,
+    # and tests run many apps, one database each, in one process.
+    viewer = (request.app.state.run, user.id, user.username, user.is_admin, user.progress_version)
+    return (template, request_language(request), key, request.url.path, request.url.query, viewer)
+
+
+def own_page_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:
+    """The learner's own page as kept_own_page kept it, if its progress has not changed since
+    and its time has not run out; else None. Reads nothing: for the event loop."""
+    where = _own_key(request, template, key)
+    found = OWN_PAGES.get(where) if where is not None else None
+    if found is None or datetime.now(UTC) >= found[1]:
+        return None
+    return _answer(found[0], csrf_token(request))
+
+
+def kept_own_page(
+    request: Request,
+    template: str,
+    key: Hashable,
+    context: Mapping[str, object],
+    until: datetime,
+) -> HTMLResponse:
+    """`template` rendered for the signed-in learner with `context`, which the route read
+    after the session check (so from progress no older than the version that check read), and
+    kept until `until`, when the page would show other numbers with nothing written. `key`
+    names what else the page depends on (the content)."""
+    page = {**_page_context(request), **context, "csrf_token": CSRF_HOLE}
+    kept = KeptHtml.of(templates.get_template(template).render(page))
+    where = _own_key(request, template, key)
+    if where is not None:
+        OWN_PAGES.put(where, (kept, until))
+    return _answer(kept, csrf_token(request))

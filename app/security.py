@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request, status
 from pwdlib import PasswordHash
+from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
@@ -114,10 +115,14 @@ _CHECKED = "checked_session"
 
 
 async def checked_user(request: Request) -> User | None:
-    """The cookie's user if its session is live, read once per request (one lookup, in the
-    thread pool); a cookie whose session has ended loses its user. LanguageMiddleware asks
-    first, for the user's language, and RequestGuard's ask (app/route_guards.py) then reads
-    nothing."""
+    """The cookie's user if its session is live, read once per request (one lookup); a
+    cookie whose session has ended loses its user. LanguageMiddleware asks first, for the
+    user's language, and RequestGuard's ask (app/route_guards.py) then reads nothing.
+
+    On SQLite the lookup runs on the event loop: one read by a unique index of a local file
+    in WAL mode, which a writer never blocks, costs less than the round trip to the thread
+    pool that every signed-in request paid (a third of a signed-in card page's time under
+    load, docs/benchmarks.md). PostgreSQL's is a network round trip: the thread pool."""
     if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return None  # anonymous: nothing to check, and no thread or database needed
     state = request.state
@@ -125,12 +130,18 @@ async def checked_user(request: Request) -> User | None:
         found = getattr(state, _CHECKED)
         return found[0] if found is not None else None
 
-    def check() -> tuple[User, UserSession] | None:
+    def check(engine: Engine) -> tuple[User, UserSession] | None:
         # A session of its own, closed at once: a long demo stream must not hold a read open.
-        with Session(request.app.state.engine) as session:
+        with Session(engine) as session:
             return _live_session(request, session)
 
-    found = await run_in_threadpool(check)
+    app = request.app.state
+    if app.engine.dialect.name == "sqlite":
+        # Through connections of its own (app/db.py engine_beside): waiting for one of the
+        # shared pool's, which the thread pool's requests hold, would stop the whole loop.
+        found = check(app.engine_beside)
+    else:
+        found = await run_in_threadpool(check, app.engine)
     if found is None:
         _forget_user(request)
     # The page header shows this user's name (app/templating.py), the language is the user's

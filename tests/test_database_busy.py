@@ -1,8 +1,11 @@
-"""A request that gets no database connection within the pool's timeout is answered 503 with
-Retry-After (app/errors.py answer_busy_database), not a 500: found with 500 learners on four
-web processes, where the session check in the language middleware waited 30 s for one."""
+"""A request the database is too busy for is answered 503 with Retry-After (app/errors.py
+answer_busy_database), not a 500: no connection within the pool's timeout (found with 500
+learners on four web processes, where the session check in the language middleware waited
+30 s for one), or SQLite's write lock held past busy_timeout (found on the single box)."""
 
 from __future__ import annotations
+
+import sqlite3
 
 from fastapi.testclient import TestClient
 from sqlmodel import create_engine
@@ -41,3 +44,32 @@ def test_no_connection_in_time_is_a_503_to_come_back(settings: Settings) -> None
         assert login.status_code == 503 and login.headers["retry-after"] == "5"
         # A connection free again: the same learner, the same page.
         assert client.get("/progress").status_code == 200
+
+
+def test_sqlite_locked_past_its_busy_timeout_is_a_503_and_nothing_half_kept(
+    settings: Settings,
+) -> None:
+    app = create_app(settings)
+    with TestClient(app) as client:
+        register(client, "ada")
+        token = csrf_token(client)
+        # The same file behind connections that wait 0.2 s for SQLite's write lock, and another
+        # connection holding that lock throughout: the log-out's write gives up.
+        app.state.engine = create_engine(
+            app.state.engine.url, connect_args={"check_same_thread": False, "timeout": 0.2}
+        )
+        holder = sqlite3.connect(settings.database_path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            out = client.post("/logout", data={"csrf_token": token}, follow_redirects=False)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert out.status_code == 503 and out.headers["retry-after"] == "5"
+        assert "very busy" in out.text
+        # The session did not end, as the 503 says: the same learner is still signed in, and
+        # the log-out goes through once the lock is free.
+        assert "ada" in client.get("/progress").text
+        out = client.post("/logout", data={"csrf_token": token}, follow_redirects=False)
+        assert out.status_code == 303
+        assert client.get("/progress", follow_redirects=False).status_code in (302, 303, 401)

@@ -29,6 +29,11 @@ class User(SQLModel, table=True):
     disabled: bool = False
     # The UI language the user chose ("en" or "zh"); None: follow the cookie and the browser.
     language: str | None = Field(default=None, max_length=8)
+    # How many times the learner's progress has changed: the database adds one on every write
+    # to a table of it (triggers, migration 0017), whoever writes. A page kept for a learner
+    # is kept under the number it was rendered at (app/page_cache.py OWN_PAGES). Never set by
+    # the app.
+    progress_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Invite(SQLModel, table=True):

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
 from app.db import SessionDep
@@ -43,8 +44,8 @@ from app.journey.service import (
 )
 from app.journey.syllabus import LEVELS, STEP_QUESTIONS
 from app.language import request_language
-from app.page_cache import kept_or_made, kept_page
-from app.quiz.progress import progress_of, weakest_topics
+from app.page_cache import kept_or_made, kept_own_page, kept_page, own_page_at_once
+from app.quiz.progress import progress_of, unchanged_until, weakest_topics
 from app.quiz.review_queue import states_of
 from app.route_guards import GuardedRoute
 from app.security import SESSION_USER_KEY, CurrentUser, OptionalUser, optional_user
@@ -58,17 +59,26 @@ def _position(request: Request, session: SessionDep, user_id: int | None):  # no
     return position_of(session, user_id, state.quiz, state.cards, request_language(request))
 
 
+DASHBOARD = "journey/dashboard.html"
+
+
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request) -> HTMLResponse:
-    """A visitor sees the path; a signed-in learner, where they are on it and what is due."""
-    # A visitor's page, kept whole, is answered on the event loop (app/page_cache.py).
-    visitor = not isinstance(request.session.get(SESSION_USER_KEY), int)
+    """A visitor sees the path; a signed-in learner, where they are on it and what is due.
+    Both are answered on the event loop while kept (app/page_cache.py): the visitor's page
+    for every visitor, the dashboard for its learner until their progress changes or a
+    number on it would change with the time."""
     key = (request.app.state.cards,)
-    return await kept_or_made(request, "index.html", key, _home, at_once=visitor)
+    if not isinstance(request.session.get(SESSION_USER_KEY), int):
+        return await kept_or_made(request, "index.html", key, _home)
+    if (kept := own_page_at_once(request, DASHBOARD, key)) is not None:
+        return kept
+    return await run_in_threadpool(_home, request)
 
 
 def _home(request: Request) -> HTMLResponse:
     state, lang = request.app.state, request_language(request)
+    now = datetime.now(UTC)
     with Session(state.engine) as session:  # not SessionDep: the module says why
         user = optional_user(request, session)
         if user is not None:
@@ -78,7 +88,7 @@ def _home(request: Request) -> HTMLResponse:
             # One read of the learner's item states serves both the progress and the plan, and
             # the progress's topics the plan's priorities.
             states = states_of(session, user.id)
-            progress = progress_of(session, user.id, state.quiz, state.cards, states=states)
+            progress = progress_of(session, user.id, state.quiz, state.cards, now, states)
     if user is None:
 
         def values() -> tuple[dict[str, object], int, dict[str, str]]:
@@ -100,7 +110,8 @@ def _home(request: Request) -> HTMLResponse:
         "mastery": level_mastery(progress, position),
         "weakest_topics": weakest_topics(progress.topics),
     }
-    return templates.TemplateResponse(request, "journey/dashboard.html", context)
+    key = (state.cards,)
+    return kept_own_page(request, DASHBOARD, key, context, unchanged_until(states, now))
 
 
 @router.get("/start")

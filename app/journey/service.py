@@ -98,6 +98,10 @@ class Position:
     def done_in(self, level: Level) -> int:
         return sum(1 for c in level.cards if c in self.done)
 
+    def steps_in(self, level: Level) -> list[Step]:
+        """The level's steps, in path order (the path page lists them level by level)."""
+        return [s for s in self.steps if s.level.key == level.key]
+
 
 def position_of(session: Session | None, user_id: int | None, bank: QuestionBank,
                 library: CardLibrary, lang: str = "en") -> Position:  # fmt: skip

@@ -23,8 +23,8 @@ def record_visit(request: Request) -> None:
     """Keeps the page being shown (its path) as opened by the signed-in learner, once.
     The card and calculator page handlers call it, after they know the page exists.
 
-    The cookie's user is live and not disabled: forget_ended_session (app/security.py), an
-    app-wide dependency, has dropped the user of an ended session before any route runs."""
+    The cookie's user is live and not disabled: the check before every route
+    (app/route_guards.py RequestGuard) has dropped the user of an ended session."""
     user_id = request.session.get(SESSION_USER_KEY)
     if not isinstance(user_id, int):
         return

@@ -17,11 +17,13 @@ Every database call runs in the thread pool, never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
 
@@ -81,15 +83,28 @@ class SharedQueue:
         poll_s: float = POLL_S,
         heartbeat_s: float = HEARTBEAT_S,
         stale_after_s: float = STALE_AFTER_S,
+        heartbeat_engine: Engine | None = None,
     ) -> None:
+        """`heartbeat_engine`: connections of its own for the renewals (app/db.py
+        engine_beside), which then wait for neither the shared pool nor the thread pool: on a
+        server so loaded that requests wait seconds for both, renewals that waited with them
+        went stale and the line dropped runs still waiting their turn."""
         self.workers = workers
         self.poll_s = poll_s
         self.heartbeat_s = heartbeat_s
         limits = Limits(max_waiting, per_address, address_cost_s, waiting_cost_s)
-        self.store = QueueStore(engine, limits, _process_name(), stale_after_s)
+        self.store = QueueStore(
+            engine, limits, _process_name(), stale_after_s, heartbeat_engine=heartbeat_engine
+        )
+        # One thread of the renewals' own, made on the first renewal.
+        self._renewer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-line-renewer")
         self._held: set[int] = set()  # ids of the entries this process holds
         self._heartbeats: asyncio.Task[None] | None = None
         self._finishing: set[asyncio.Task[None]] = set()
+
+    def close(self) -> None:
+        """Lets the renewals' thread go (the app's shutdown)."""
+        self._renewer.shutdown(wait=False, cancel_futures=True)
 
     async def entries(self) -> list[QueueEntry]:
         """The running runs first, then the waiting ones in the order they will run."""
@@ -197,8 +212,9 @@ class SharedQueue:
             await asyncio.sleep(self.heartbeat_s)
             if not self._held:
                 return
+            renew = functools.partial(self.store.heartbeat, sorted(self._held))
             try:
-                await run_in_threadpool(self.store.heartbeat, sorted(self._held))
+                await asyncio.get_running_loop().run_in_executor(self._renewer, renew)
             except SQLAlchemyError:
                 # The next beat tries again; only a run of failures longer than the stale
                 # bound loses the places.

@@ -76,8 +76,10 @@ class QueueStore:
         limits: Limits,
         process: str,
         stale_after_s: float = STALE_AFTER_S,
+        heartbeat_engine: Engine | None = None,
     ) -> None:
         self.engine = engine
+        self.heartbeat_engine = heartbeat_engine or engine  # app/live/queue.py says why
         self.limits = limits
         self.process = process  # the name this process's rows carry
         self.stale_after = timedelta(seconds=stale_after_s)
@@ -197,7 +199,7 @@ class QueueStore:
 
     def heartbeat(self, entry_ids: Sequence[int]) -> None:
         """Renews the rows of runs this process still holds."""
-        with Session(self.engine) as session, session.begin():
+        with Session(self.heartbeat_engine) as session, session.begin():
             session.exec(
                 update(DemoQueueEntry)
                 .where(col(DemoQueueEntry.id).in_(entry_ids))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from sqlmodel import Session, col, select
 
@@ -17,7 +17,7 @@ from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
 from app.quiz.review_queue import askable_items, coming_back, new_left_today, states_of
-from app.quiz.scheduling import SCHEDULER, recall_probability
+from app.quiz.scheduling import SCHEDULER, recall_changes_after, recall_probability
 
 HISTORY_DAYS = 30
 
@@ -33,6 +33,22 @@ def recall_in_a_week(state: ItemState, now: datetime) -> float:
     """FSRS's predicted chance of recalling the item a week from `now`, if it is not reviewed
     before then: the scheduler's own forgetting curve (app.quiz.scheduling.recall_probability)."""
     return recall_probability(state.fsrs_card, now + MASTERY_HORIZON)
+
+
+def unchanged_until(states: Iterable[ItemState], now: datetime) -> datetime:
+    """Until when what progress_of and the plan show from `states` at `now` stays true if
+    nothing is written meanwhile: the next review falling due (due now), the next UTC midnight
+    (today's reviews, the streak, the plan's today) and the next step of any item's recall a
+    week ahead (mastery, the weakest items). A page kept for a learner is kept no longer."""
+    midnight = datetime.combine(now.astimezone(UTC).date() + timedelta(days=1), time(), UTC)
+    times = [midnight]
+    for state in states:
+        if state.due > now:
+            times.append(state.due)
+        step = recall_changes_after(state.fsrs_card, now + MASTERY_HORIZON)
+        if step is not None:
+            times.append(step - MASTERY_HORIZON)
+    return min(times)
 
 
 def mastery_of(states: Iterable[ItemState], now: datetime) -> float | None:

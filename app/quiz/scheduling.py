@@ -5,7 +5,7 @@ The FSRS card of each user's item is stored as `fsrs.Card.to_dict()` in ItemStat
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fsrs import Card, Rating, Scheduler
@@ -55,3 +55,14 @@ def recall_probability(card_dict: dict[str, Any], now: datetime | None = None) -
     # (issue #25, finding 7); the card id plays no part in recall.
     card = repaired_card(card_dict, card_id=0, now=now).card
     return SCHEDULER.get_card_retrievability(card, now)
+
+
+def recall_changes_after(card_dict: dict[str, Any], at: datetime) -> datetime | None:
+    """When recall_probability of the card next differs from its value `at`: py-fsrs counts
+    whole days since the last review, so the probability moves in steps, one a day; None for a
+    card never reviewed (0 until it is)."""
+    card = repaired_card(card_dict, card_id=0, now=at).card
+    if card.last_review is None or card.stability is None:
+        return None
+    whole_days = max(0, (at - card.last_review).days)
+    return card.last_review + timedelta(days=whole_days + 1)

@@ -20,18 +20,21 @@ from tests.utils import register
 
 @contextmanager
 def statements(client: TestClient) -> Iterator[list[str]]:
-    """The SQL the app's engine runs meanwhile."""
-    engine = client.app.state.engine
+    """The SQL the app runs meanwhile: through its engine, and through the connections of
+    its own that the event loop reads the session with (app/db.py engine_beside)."""
+    engines = [client.app.state.engine, client.app.state.engine_beside]
     seen: list[str] = []
 
     def note(_conn, _cursor, statement: str, *_args) -> None:  # noqa: ANN001
         seen.append(statement.lower())
 
-    event.listen(engine, "before_cursor_execute", note)
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", note)
     try:
         yield seen
     finally:
-        event.remove(engine, "before_cursor_execute", note)
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", note)
 
 
 def session_lookups(seen: list[str]) -> int:

@@ -11,12 +11,14 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
+import anyio.to_thread
 import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, select
+from starlette.concurrency import run_in_threadpool
 
 from app.config import ROOT_DIR
-from app.db import make_engine
+from app.db import engine_beside, make_engine
 from app.live.models import DemoQueueEntry
 from app.live.queue import SharedQueue
 from app.live.queue_rules import Limits, Owner, QueueBusy, QueueEntry
@@ -40,7 +42,7 @@ def other_engine(line_engine: Engine) -> Iterator[Engine]:
     engine.dispose()
 
 
-def line(engine: Engine, **options: float) -> SharedQueue:
+def line(engine: Engine, **options: float | Engine) -> SharedQueue:
     return SharedQueue(engine, FreeWorkers(), 5, poll_s=TEST_POLL_S, **options)
 
 
@@ -156,7 +158,7 @@ def test_the_admin_of_one_process_stops_a_run_another_process_holds(
 # Runs in a process of its own, which then dies holding the worker: it never leaves the line.
 DOOMED_PROCESS = """
 import os, sys
-from app.db import make_engine
+from app.db import engine_beside, make_engine
 from app.live.queue_rules import Limits, Owner
 from app.live.queue_store import QueueStore
 store = QueueStore(make_engine(sys.argv[1]), Limits(max_waiting=5), "doomed")
@@ -174,7 +176,9 @@ def test_a_dead_process_s_run_is_dropped_and_its_worker_freed(line_engine: Engin
     died = time.monotonic()
 
     async def scenario() -> tuple[list[int], float, str | None, int]:
-        queue = line(line_engine, stale_after_s=stale_after_s)
+        # Renewing well within the stale bound, as the app does (2 s against 20 s): at the
+        # default 2 s, bob's own place went stale too whenever a renewal came a moment late.
+        queue = line(line_engine, stale_after_s=stale_after_s, heartbeat_s=0.2)
         assert [(e.owner.account, e.worker) for e in await queue.entries()] == [
             ("user:doomed", "w1:1")
         ]
@@ -190,6 +194,41 @@ def test_a_dead_process_s_run_is_dropped_and_its_worker_freed(line_engine: Engin
     # the row was deleted, not only passed over.
     assert aheads == [1] and worker == "w1:1" and doomed_rows == 0
     assert stale_after_s - 0.5 < started_s < stale_after_s + 5
+
+
+def test_renewals_go_on_while_every_request_thread_is_taken(
+    line_engine: Engine, other_engine: Engine
+) -> None:
+    """A server so loaded that requests wait seconds for a thread still renews its runs: the
+    renewals have a thread and connections of their own (app/db.py engine_beside). Found by
+    bench/cohort.py: 500 learners on two cores, and the line dropped runs whose renewals had
+    waited in the thread pool with every request."""
+    beside = engine_beside(line_engine)
+
+    async def scenario() -> list[str]:
+        holder = line(line_engine, heartbeat_s=0.1, stale_after_s=0.5, heartbeat_engine=beside)
+        other = line(other_engine, stale_after_s=0.5)
+        release = asyncio.Event()
+        running = asyncio.create_task(hold(holder, owner("ada"), release))
+        await wait_for(other, 1, running=1, alongside=running)
+        # The thread pool down to one thread, taken for three times the stale bound; the
+        # other process reads the line at the end of that time, still in that thread.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+
+        def busy_then_look() -> list[QueueEntry]:
+            time.sleep(1.5)
+            return other.store.line()
+
+        seen = [e.owner.account for e in await run_in_threadpool(busy_then_look)]
+        release.set()
+        await running
+        holder.close()
+        return seen
+
+    try:
+        assert asyncio.run(scenario()) == ["user:ada"]
+    finally:
+        beside.dispose()
 
 
 def test_heartbeats_keep_a_long_run_in_the_line(line_engine: Engine, other_engine: Engine) -> None:

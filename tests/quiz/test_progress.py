@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from fsrs import Card, Rating
+from fsrs import Card, Rating, State
 from sqlmodel import Session, delete, select
 
 from app.accounts.models import User
@@ -15,9 +15,9 @@ from app.journey.models import StudyGoal
 from app.journey.plan import plan_study
 from app.quiz.bank import QuestionBank
 from app.quiz.models import ItemState, QuizAttempt
-from app.quiz.progress import DueReviews, due_reviews, streak_days
+from app.quiz.progress import DueReviews, due_reviews, streak_days, unchanged_until
 from app.quiz.progress_file import MAX_STATES
-from app.quiz.scheduling import review
+from app.quiz.scheduling import recall_probability, review
 from app.quiz.service import Outcome, question_for, record_answer
 from tests.quiz.conftest import FIXTURE_CONTENT
 from tests.quiz.test_review import RIGHT, answer
@@ -278,3 +278,37 @@ def test_imports_are_rate_limited(quiz_client: TestClient) -> None:
     limited = quiz_client.post("/progress/import", files=upload)
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 60
     assert "Too many progress imports" in limited.text
+
+
+def _reviewed(last_review: datetime, due: datetime) -> ItemState:
+    """An item in FSRS's review state, last reviewed and due when given."""
+    card = Card(card_id=1, state=State.Review, step=None, stability=5.0, difficulty=5.0,
+                due=due, last_review=last_review)  # fmt: skip
+    return ItemState(user_id=1, item_id="x", fsrs_card=card.to_dict(), due=due)
+
+
+def test_progress_is_unchanged_until_a_review_falls_due_midnight_or_a_recall_step() -> None:
+    now = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
+    midnight = datetime(2026, 11, 30, tzinfo=UTC)
+    far = now + timedelta(days=20)
+    assert unchanged_until([], now) == midnight
+    # py-fsrs counts whole days since the last review: reviewed at 05:00 three days ago, the
+    # recall a week ahead steps every day at 05:00; from 09:30 the next step is 05:00
+    # tomorrow, after midnight; from 01:00 it is 05:00 the same day.
+    at_five = _reviewed(datetime(2026, 11, 26, 5, tzinfo=UTC), far)
+    assert unchanged_until([at_five], now) == midnight
+    small_hours = datetime(2026, 11, 29, 1, tzinfo=UTC)
+    assert unchanged_until([at_five], small_hours) == datetime(2026, 11, 29, 5, tzinfo=UTC)
+    assert recall_probability(at_five.fsrs_card, small_hours + timedelta(days=7)) != (
+        recall_probability(
+            at_five.fsrs_card, datetime(2026, 11, 29, 5, 1, tzinfo=UTC) + timedelta(days=7)
+        )
+    )
+    # The first item to fall due ends it too; one due already does not.
+    soon = _reviewed(datetime(2026, 11, 29, 9, 15, tzinfo=UTC), now + timedelta(minutes=10))
+    overdue = _reviewed(datetime(2026, 11, 20, 9, 45, tzinfo=UTC), now - timedelta(hours=1))
+    assert unchanged_until([at_five, soon, overdue], now) == now + timedelta(minutes=10)
+    # A card never reviewed has no recall to step.
+    fresh = Card(card_id=2, due=far)
+    new = ItemState(user_id=1, item_id="y", fsrs_card=fresh.to_dict(), due=far)
+    assert unchanged_until([new], now) == midnight
