@@ -139,7 +139,7 @@ async def checked_user(request: Request) -> User | None:
     if app.engine.dialect.name == "sqlite":
         # Through connections of its own (app/db.py engine_beside): waiting for one of the
         # shared pool's, which the thread pool's requests hold, would stop the whole loop.
-        found = check(app.engine_beside)
+        found = _checked_on_sqlite(request, app.engine_beside)
     else:
         found = await run_in_threadpool(check, app.engine)
     if found is None:
@@ -148,6 +148,39 @@ async def checked_user(request: Request) -> User | None:
     # own setting (app/language.py), and optional_user takes the rows: no second read.
     setattr(state, _CHECKED, found)
     return found[0] if found is not None else None
+
+
+# What the session check found, on one SQLite connection, while the file is unchanged.
+_KEPT_CHECKS = "shardlab.session_checks"
+MAX_KEPT_CHECKS = 10_000
+
+
+def _checked_on_sqlite(request: Request, engine: Engine) -> tuple[User, UserSession] | None:
+    """The session check on SQLite, answered again without the lookup while no connection
+    has committed anything to the file since it was made: SQLite's `PRAGMA data_version`, a
+    counter of this connection's own, moves on every commit by any other connection, in any
+    process. A session ended, a user disabled, a learner's progress written (which moves
+    their progress_version) are each a commit, so a kept answer is never one they changed.
+    Kept on the connection itself: two connections' counters cannot be compared."""
+    key = (request.session.get(SESSION_USER_KEY), request.session.get(SESSION_TOKEN_KEY))
+    # The driver's own connection, past SQLAlchemy's statement machinery: a PRAGMA and a
+    # dict look-up are the whole cost of a kept answer.
+    raw = engine.raw_connection()
+    try:
+        version = raw.driver_connection.execute("PRAGMA data_version").fetchone()[0]
+        kept = raw.info.setdefault(_KEPT_CHECKS, {})
+    finally:
+        raw.close()
+    found = kept.get(key)
+    if found is not None and found[0] == version:
+        return found[1]
+    # Read after the counter: a commit in between moves it, and the next request reads anew.
+    with Session(engine) as session:
+        live = _live_session(request, session)
+    if len(kept) >= MAX_KEPT_CHECKS:
+        kept.clear()
+    kept[key] = (version, live)
+    return live
 
 
 def user_checked_now(request: Request) -> User | None:

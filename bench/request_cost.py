@@ -61,11 +61,13 @@ async def _request(  # noqa: PLR0913
     if form:
         headers += [(b"content-type", b"application/x-www-form-urlencoded"),
                     (b"content-length", str(len(form)).encode())]  # fmt: skip
+    # The lifespan's state copied for each request, as uvicorn does: shared, what one request
+    # notes there (the session check) would be found by the next.
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
              "scheme": "http", "path": route, "raw_path": route.encode(),
              "query_string": query.encode(), "root_path": "", "headers": headers,
              "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
-             "state": state}  # fmt: skip
+             "state": dict(state)}  # fmt: skip
     sent: list[dict] = []
 
     async def receive() -> dict:
@@ -116,7 +118,7 @@ async def _main(args: argparse.Namespace) -> None:
         for _ in range(args.requests):
             await _request(app, args.path, state, cookie)
         profile.disable()
-        pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+        pstats.Stats(profile).sort_stats(args.sort).print_stats(30)
     await inbox.put({"type": "lifespan.shutdown"})
     await lifespan
 
@@ -126,6 +128,7 @@ def main() -> None:
     parser.add_argument("path", help="the path and query to ask, as a visitor")
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 30")
+    parser.add_argument("--sort", default="tottime", help="cProfile's order (tottime, cumtime)")
     parser.add_argument("--signed-in", action="store_true", help="ask as a registered learner")
     asyncio.run(_main(parser.parse_args()))
 
