@@ -27,6 +27,7 @@ from fastapi.utils import is_body_allowed_for_status_code
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.forms import error_messages
@@ -183,6 +184,10 @@ def _answering(app: ASGIApp, caught: type[BaseException], answer: Answer) -> ASG
     return answering
 
 
+# nginx's status for a request whose client closed the connection first; no client sees it.
+CLIENT_CLOSED_REQUEST = 499
+
+
 def unhandled_errors(app: ASGIApp) -> ASGIApp:
     """Middleware: an exception no handler took becomes the 500 page (or JSON), logged with
     its request. A database too busy to answer in time is not a crash: that error goes on up
@@ -196,6 +201,11 @@ def unhandled_errors(app: ASGIApp) -> ASGIApp:
     def crashed(scope: Scope, receive: Receive, error: BaseException) -> Response | None:
         if database_busy(error):
             return None
+        if isinstance(error, ClientDisconnect):
+            # The client left before its request's body arrived (it gave up waiting): no one
+            # to answer and nothing broken. Logged as nginx logs it, 499, not as a crash.
+            log.info("client went away: %s %s", scope["method"], scope["path"])
+            return Response(status_code=CLIENT_CLOSED_REQUEST)
         log.exception("unhandled error in %s %s", scope["method"], scope["path"])
         return _server_error(Request(scope, receive))
 

@@ -136,6 +136,35 @@ def test_a_crash_is_a_logged_500_page_without_the_traceback(
     assert (access["status"], access["level"]) == (500, "ERROR")
 
 
+def test_a_client_gone_before_its_form_arrived_is_a_499_not_a_crash(
+    client: TestClient, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A learner's browser that gave up waiting closes the connection while the server still
+    waits for the form: under 500 learners, every such answer was logged as a crash (500)."""
+    configure_logging("json", "INFO")
+    body = b"item_id=fx-single&option=0"
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/quiz/answer",
+             "raw_path": b"/quiz/answer", "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"testserver"), (b"content-length", str(len(body)).encode()),
+                         (b"content-type", b"application/x-www-form-urlencoded")],
+             "client": ("127.0.0.1", 5000), "server": ("testserver", 80),
+             "state": {}}  # fmt: skip
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    client.portal.call(client.app, scope, receive, send)
+    assert sent[0]["status"] == 499, sent
+    lines = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{"]
+    assert not [line for line in lines if line["level"] == "ERROR"], lines
+    assert any(line["message"] == "client went away: POST /quiz/answer" for line in lines)
+
+
 def test_a_crash_under_the_api_is_json(client: TestClient) -> None:
     response = client.get("/api/test/crash", headers=BROWSER)
     assert response.status_code == 500
