@@ -333,15 +333,21 @@ async def card_ids(base_url: str) -> list[str]:
 
 async def stored_answers(learner: Learner) -> Counter:
     """The learner's attempts, by item, from their progress export (retried while the app
-    answers 503: an export takes one of the few heavy-work places)."""
+    answers 503, as an export takes one of the few heavy-work places, or answers nothing in
+    time: an overloaded server is still working through requests its clients gave up on)."""
+    why = "no answer within 120 s, 30 times"
     for _attempt in range(30):
-        response = await learner.client.get("/progress/export", timeout=120)
+        try:
+            response = await learner.client.get("/progress/export", timeout=120)
+        except httpx.TimeoutException:
+            continue
         if response.status_code == 200:
             return Counter(a["item_id"] for a in response.json()["attempts"])
+        why = _detail(response)
         if response.status_code != 503:
             break
         await asyncio.sleep(1)
-    raise SystemExit(f"could not read {learner.name}'s progress: {_detail(response)}")
+    raise SystemExit(f"could not read {learner.name}'s progress: {why}")
 
 
 async def bench(args: argparse.Namespace, base_url: str) -> int:
