@@ -60,9 +60,12 @@ def recall_probability(card_dict: dict[str, Any], now: datetime | None = None) -
 def recall_changes_after(card_dict: dict[str, Any], at: datetime) -> datetime | None:
     """When recall_probability of the card next differs from its value `at`: py-fsrs counts
     whole days since the last review, so the probability moves in steps, one a day; None for a
-    card never reviewed (0 until it is)."""
+    card never reviewed (0 until it is), or one whose next step is past the calendar's end."""
     card = repaired_card(card_dict, card_id=0, now=at).card
     if card.last_review is None or card.stability is None:
         return None
     whole_days = max(0, (at - card.last_review).days)
-    return card.last_review + timedelta(days=whole_days + 1)
+    try:
+        return card.last_review + timedelta(days=whole_days + 1)
+    except OverflowError:  # a review stamped at the calendar's end (an imported file's)
+        return None

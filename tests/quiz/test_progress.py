@@ -308,6 +308,9 @@ def test_progress_is_unchanged_until_a_review_falls_due_midnight_or_a_recall_ste
     soon = _reviewed(datetime(2026, 11, 29, 9, 15, tzinfo=UTC), now + timedelta(minutes=10))
     overdue = _reviewed(datetime(2026, 11, 20, 9, 45, tzinfo=UTC), now - timedelta(hours=1))
     assert unchanged_until([at_five, soon, overdue], now) == now + timedelta(minutes=10)
+    # A review stamped at the calendar's end (an import may hold one) has no next step.
+    last_day = _reviewed(datetime.max.replace(tzinfo=UTC) - timedelta(hours=1), far)
+    assert unchanged_until([last_day], now) == midnight
     # A card never reviewed has no recall to step.
     fresh = Card(card_id=2, due=far)
     new = ItemState(user_id=1, item_id="y", fsrs_card=fresh.to_dict(), due=far)
