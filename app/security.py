@@ -156,12 +156,10 @@ MAX_KEPT_CHECKS = 10_000
 
 
 def _checked_on_sqlite(request: Request, engine: Engine) -> tuple[User, UserSession] | None:
-    """The session check on SQLite, answered again without the lookup while no connection
-    has committed anything to the file since it was made: SQLite's `PRAGMA data_version`, a
-    counter of this connection's own, moves on every commit by any other connection, in any
-    process. A session ended, a user disabled, a learner's progress written (which moves
-    their progress_version) are each a commit, so a kept answer is never one they changed.
-    Kept on the connection itself: two connections' counters cannot be compared."""
+    """The session check on SQLite, answered again without the lookup while nothing has been
+    committed to the file: `PRAGMA data_version`, a counter of this connection's (kept here:
+    two connections' counters differ), moves on every commit by any other connection, in any
+    process; a session ended, a user disabled, progress written are each a commit."""
     key = (request.session.get(SESSION_USER_KEY), request.session.get(SESSION_TOKEN_KEY))
     # The driver's own connection, past SQLAlchemy's statement machinery: a PRAGMA and a
     # dict look-up are the whole cost of a kept answer.

@@ -83,11 +83,13 @@ def test_an_ended_session_loses_its_user_on_an_api_address_too(client: TestClien
     register(client, "ada")
     with statements(client) as seen:
         client.get("/api/calc/memory?params=7e9")  # /api/: the language reads no user
-    assert session_lookups(seen) == 1
+    assert session_lookups(seen) <= 1  # none on SQLite while nothing is committed
     with Session(client.app.state.engine) as session:
         sessions.end_all_sessions(session, 1)
         session.commit()
-    client.get("/api/calc/memory?params=7e9")  # looked up, found ended: the cookie forgets
+    with statements(client) as seen:
+        client.get("/api/calc/memory?params=7e9")  # looked up, found ended: the cookie forgets
+    assert session_lookups(seen) == 1
     with statements(client) as seen:
         client.get("/api/calc/memory?params=7e9")
     assert session_lookups(seen) == 0
