@@ -200,6 +200,14 @@ def _page_key(
     user = context["user"]
     # All the header reads of the user; a name changed or a role taken away is a new key.
     viewer = None if user is None else (user.id, user.username, user.is_admin)
+    return _place(request, template, key, viewer)
+
+
+def _place(
+    request: Request, template: str, key: Hashable, viewer: Hashable
+) -> tuple[Hashable, ...]:
+    """Where a whole page is kept: the template, the language, what it reads (`key`), the
+    path and query its links repeat, and who it is shown to."""
     lang = request_language(request)
     return (template, lang, key, request.url.path, request.url.query, viewer)
 
@@ -326,7 +334,7 @@ def _own_key(request: Request, template: str, key: Hashable) -> tuple[Hashable, 
     # The app's run names the database too: user ids and versions repeat across databases,
     # and tests run many apps, one database each, in one process.
     viewer = (request.app.state.run, user.id, user.username, user.is_admin, user.progress_version)
-    return (template, request_language(request), key, request.url.path, request.url.query, viewer)
+    return _place(request, template, key, viewer)
 
 
 def own_page_at_once(request: Request, template: str, key: Hashable) -> HTMLResponse | None:
