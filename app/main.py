@@ -51,6 +51,7 @@ from app.quiz.free_grading import MAX_RESPONSE_CHARS
 from app.quiz.items import LEVEL_LABELS
 from app.quiz.practice_router import router as practice_router
 from app.quiz.router import router as quiz_router
+from app.quiz.topic_select import topic_options
 from app.ratelimit import RateLimited, limits_for
 from app.request_shape import limit_json_shapes
 from app.route_gates import gate_routers
@@ -165,6 +166,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     templates.env.globals["back_to_step"] = back_to_step  # app/templating.py says why here
+    templates.env.globals["topic_options"] = topic_options  # likewise
     templates.env.globals["level_labels"] = LEVEL_LABELS
     templates.env.globals["max_response_chars"] = MAX_RESPONSE_CHARS
     # Content is loaded here, not in the lifespan, so a broken card stops the app at once.

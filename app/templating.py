@@ -65,9 +65,10 @@ templates.env.install_gettext_callables(gettext, ngettext, newstyle=True)
 templates.env.globals["vendor"] = VENDOR
 # {{ static_url("css/app.css") }}: the file's fingerprinted URL, cached by browsers for a year.
 templates.env.globals["static_url"] = static_url
-# {{ back_to_step(request) }}, the bar back to the path's step a page was opened from, is
-# registered by app/main.py: the journey reads cards, whose examples render with these
-# templates, so importing it here would close a circle (tests/test_layers.py).
+# {{ back_to_step(request) }}, the bar back to the path's step a page was opened from, and
+# {{ topic_options(topics, selected) }} (app/quiz/topic_select.py) are registered by
+# app/main.py: the journey and the quiz's queue read cards, whose examples render with these
+# templates, so importing them here would close a circle (tests/test_layers.py).
 templates.env.filters.update(
     # {{ label|t }}: a string marked with N_() in Python, in the request's language.
     t=translate,

@@ -10,13 +10,21 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
 from app.quiz.bank import QuestionBank
 from app.quiz.models import DesignAttempt, ItemState, QuizAttempt
-from app.quiz.review_queue import askable_items, coming_back, new_left_today, states_of
+from app.quiz.review_queue import (
+    Scheduled,
+    askable_items,
+    coming_back,
+    new_left_today,
+    schedule_of,
+    states_of,
+)
 from app.quiz.scheduling import SCHEDULER, recall_changes_after, recall_probability
 
 HISTORY_DAYS = 30
@@ -247,34 +255,43 @@ def _today_start(now: datetime) -> datetime:
     return datetime(now.year, now.month, now.day, tzinfo=UTC)
 
 
+class _AnswerToday(NamedTuple):
+    item_id: str
+    correct: bool
+    duration_ms: int | None
+
+
 def _attempts_today(
     session: Session, user_id: int, item_ids: set[str], now: datetime
-) -> list[QuizAttempt]:
-    """Today's (UTC) answers to these items, outside mock interviews."""
-    statement = select(QuizAttempt).where(
+) -> list[_AnswerToday]:
+    """Today's (UTC) answers to these items, outside mock interviews: the three columns the
+    review's counts and results read, not whole rows (a row's JSON columns cost more to read
+    than the rest of a review page)."""
+    statement = select(QuizAttempt.item_id, QuizAttempt.correct, QuizAttempt.duration_ms).where(
         QuizAttempt.user_id == user_id,
         col(QuizAttempt.created_at) >= _today_start(now),
         col(QuizAttempt.mock_id).is_(None),
     )
-    return [a for a in session.exec(statement) if a.item_id in item_ids]
+    return [_AnswerToday(*a) for a in session.exec(statement) if a.item_id in item_ids]
 
 
 def review_count(
     session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
     now: datetime | None = None, new_left: int | None = None,
-    states_read: list[ItemState] | None = None,
+    states_read: Sequence[Scheduled] | None = None, suspended: set[str] | None = None,
 ) -> ReviewCount:  # fmt: skip
     """Counts for the review's progress bar: an answer moves an item from due or new to
     done; a wrong one counts as due again at once (the review asks it again before it ends,
     review_queue.coming_back), so the total grows by one.
-    `new_left` is new_left_today's count and `states_read` the user's item states, where the
-    caller has them already (from next_item's page)."""
+    `new_left` is new_left_today's count, `states_read` the user's schedule_of and
+    `suspended` their suspended items, where the caller has them already (from next_item's
+    page)."""
     now = now or datetime.now(UTC)
     if new_left is None:
         new_left = new_left_today(session, user_id, now)
     if states_read is None:
-        states_read = states_of(session, user_id)
-    item_ids = {item.id for item in askable_items(session, user_id, bank, card_ids)}
+        states_read = schedule_of(session, user_id)
+    item_ids = {item.id for item in askable_items(session, user_id, bank, card_ids, suspended)}
     states = [s for s in states_read if s.item_id in item_ids]
     return ReviewCount(
         done=len(_attempts_today(session, user_id, item_ids, now)),

@@ -13,10 +13,11 @@ does, so that a wrong answer is always answered again in the same sitting."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from typing import Literal
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -52,15 +53,24 @@ def set_new_per_day(session: Session, user_id: int, new_per_day: int) -> None:
 
 def new_left_today(session: Session, user_id: int, now: datetime) -> int:
     """How many new items today's review may still bring in: the user's new_per_day_of less
-    the items first answered today (UTC), in any mode."""
+    the items first answered today (UTC), in any mode. One statement: every review page and
+    answer asks."""
     start = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
     first_answers = (
         select(QuizAttempt.item_id)
         .where(QuizAttempt.user_id == user_id)
         .group_by(QuizAttempt.item_id)
         .having(func.min(QuizAttempt.created_at) >= start)
+        .subquery()
     )
-    return max(0, new_per_day_of(session, user_id) - len(session.exec(first_answers).all()))
+    setting = select(ReviewSettings.new_per_day).where(ReviewSettings.user_id == user_id)
+    per_day, first_today = session.exec(
+        select(
+            func.coalesce(setting.scalar_subquery(), NEW_PER_DAY),
+            select(func.count()).select_from(first_answers).scalar_subquery(),
+        )
+    ).one()
+    return max(0, per_day - first_today)
 
 
 class UnknownTopic(ValueError):
@@ -85,22 +95,25 @@ class TopicOptions:
     """The topic filter's choices, each (value, label): the cards that have questions, in
     study order under their titles in the learner's language, then the tags of those cards."""
 
-    cards: list[tuple[str, str]]
-    tags: list[tuple[str, str]]
+    cards: tuple[tuple[str, str], ...]
+    tags: tuple[tuple[str, str], ...]
 
     def label_of(self, value: str) -> str | None:
         return next((label for v, label in self.cards + self.tags if v == value), None)
 
 
+# Content is loaded once per app (app/main.py), so the choices are made once per language;
+# every question page shows them.
+@lru_cache(maxsize=8)
 def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> TopicOptions:
     """The topic filter's choices; card titles in `lang` (the card's edition there, else
     English). A tag none of whose cards has a question is left out: it would ask nothing."""
     with_items = {item.card for item in bank.all()}
     tags = sorted({t for c in cards.all() if c.meta.id in with_items for t in c.meta.tags})
     return TopicOptions(
-        cards=[(c.meta.id, c.meta.title) for c in cards.in_language(lang)
-               if c.meta.id in with_items],
-        tags=[(tag, f"#{tag}") for tag in tags],
+        cards=tuple((c.meta.id, c.meta.title) for c in cards.in_language(lang)
+                    if c.meta.id in with_items),
+        tags=tuple((tag, f"#{tag}") for tag in tags),
     )  # fmt: skip
 
 
@@ -113,22 +126,48 @@ def suspended_ids(session: Session, user_id: int) -> set[str]:
 
 
 def askable_items(
-    session: Session, user_id: int, bank: QuestionBank, card_ids: list[str]
-) -> list[QuizItem]:
+    session: Session, user_id: int, bank: QuestionBank, card_ids: list[str],
+    suspended: set[str] | None = None,
+) -> list[QuizItem]:  # fmt: skip
     """The cards' items in study order, less the ones the user suspended: what the daily
-    review and practice may ask, and what the review's counts count."""
-    suspended = suspended_ids(session, user_id)
+    review and practice may ask, and what the review's counts count. `suspended` is
+    suspended_ids where the caller has read it already (a review page counts as well)."""
+    if suspended is None:
+        suspended = suspended_ids(session, user_id)
     return [item for item in bank.for_cards(card_ids) if item.id not in suspended]
 
 
 def states_of(session: Session, user_id: int) -> list[ItemState]:
-    """Every item state of the user: what the queue, the progress pages and plans read."""
+    """Every item state of the user, FSRS card and all: what the progress pages and plans
+    read (the queue reads schedule_of)."""
     return list(session.exec(select(ItemState).where(ItemState.user_id == user_id)))
 
 
-def coming_back(
-    session: Session, user_id: int, states: Iterable[ItemState], now: datetime
-) -> list[ItemState]:
+class Scheduled(NamedTuple):
+    """When one of the user's items is due: the two columns of its ItemState the queue and
+    the review's counts read."""
+
+    item_id: str
+    due: datetime
+
+
+def schedule_of(session: Session, user_id: int) -> list[Scheduled]:
+    """When each item the user has answered is due. Without the FSRS cards: decoding a card's
+    JSON costs several times more than the rest of its row, and a review page reads every
+    item the learner has ever answered."""
+    statement = select(ItemState.item_id, ItemState.due).where(ItemState.user_id == user_id)
+    return [Scheduled(*row) for row in session.exec(statement)]
+
+
+def _fsrs_cards_of(session: Session, user_id: int) -> dict[str, dict[str, Any]]:
+    statement = select(ItemState.item_id, ItemState.fsrs_card).where(ItemState.user_id == user_id)
+    return dict(session.exec(statement).all())
+
+
+_S = TypeVar("_S", Scheduled, ItemState)
+
+
+def coming_back(session: Session, user_id: int, states: Iterable[_S], now: datetime) -> list[_S]:
     """Items whose latest answer was wrong and which FSRS brings back within LEARN_AHEAD, not
     due yet, soonest first: what a review asks again before it ends. (A wrong answer is rated
     Again, which always puts the item in a (re)learning step of 1 or 10 minutes.)"""
@@ -154,7 +193,8 @@ def next_item(
     skip: str = "",
     now: datetime | None = None,
     new_left: int | None = None,
-    states_read: list[ItemState] | None = None,
+    states_read: Sequence[Scheduled] | None = None,
+    suspended: set[str] | None = None,
 ) -> tuple[QuizItem, str] | None:
     """The next item and why it was chosen ('due', 'new', 'again', 'practice'), or None when a
     review has nothing due, nothing new and nothing coming_back: a review asks an item coming
@@ -162,12 +202,12 @@ def next_item(
     item with the lowest recall probability. `skip` (the item just answered) is served again
     only when it is the only one left. `new_left` is new_left_today's count where the caller
     has it already (a review page's progress bar needs it too), and `states_read` the user's
-    item states, likewise."""
+    schedule_of and `suspended` their suspended items, likewise."""
     now = now or datetime.now(UTC)
-    items = askable_items(session, user_id, bank, card_ids)
+    items = askable_items(session, user_id, bank, card_ids, suspended)
     in_topic = {item.id for item in items}
     if states_read is None:
-        states_read = states_of(session, user_id)
+        states_read = schedule_of(session, user_id)
     states = {s.item_id: s for s in states_read if s.item_id in in_topic}
     due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
     due_ids = [s.item_id for s in due]
@@ -178,9 +218,10 @@ def next_item(
         new_ids = new_ids[:new_left]
     candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
     if mode == "practice":
+        cards = _fsrs_cards_of(session, user_id)
         by_recall = sorted(
             (s for s in states.values() if s.item_id not in due_ids),
-            key=lambda s: (recall_probability(s.fsrs_card, now), s.due),
+            key=lambda s: (recall_probability(cards[s.item_id], now), s.due),
         )
         candidates += [(s.item_id, "practice") for s in by_recall]
     elif all(item_id == skip for item_id, _ in candidates):

@@ -35,7 +35,8 @@ from app.quiz.review_queue import (
     UnknownTopic,
     new_left_today,
     next_item,
-    states_of,
+    schedule_of,
+    suspended_ids,
     topic_cards,
     topics,
 )
@@ -50,6 +51,7 @@ from app.quiz.service import (
     next_intervals,
     question_for,
     record_answer,
+    state_for,
     undo_answer,
 )
 from app.route_guards import GuardedRoute
@@ -114,11 +116,11 @@ def quiz_page(
     assert user.id is not None
     now = datetime.now(UTC)
     # The queue and the progress bar both cap new items by today's allowance and read the
-    # user's item states: read each once.
+    # user's item states and suspended items: read each once.
     new_left = new_left_today(session, user.id, now) if _mode(mode) == "review" else None
-    states = states_of(session, user.id)
+    states, suspended = schedule_of(session, user.id), suspended_ids(session, user.id)
     chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100], now=now,
-                       new_left=new_left, states_read=states)  # fmt: skip
+                       new_left=new_left, states_read=states, suspended=suspended)  # fmt: skip
     if chosen is None:
         titles = {c.meta.id: c.meta.title for c in request.app.state.cards.in_language(lang)}
         context["results"] = review_results(session, user.id, bank, card_ids, titles)
@@ -128,10 +130,11 @@ def quiz_page(
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000),
                 "card_title": card_title(request.app.state.cards, item.card, lang)}  # fmt: skip
     if item.kind == "flashcard":  # rated by the learner: each button says what it schedules
-        state = next((s for s in states if s.item_id == item.id), None)
+        state = state_for(session, user.id, item.id)
         context["intervals"] = next_intervals(state, user.id, item.id, now)
     if _mode(mode) == "review":
-        context["count"] = review_count(session, user.id, bank, card_ids, now, new_left, states)
+        context["count"] = review_count(session, user.id, bank, card_ids, now, new_left, states,
+                                        suspended)  # fmt: skip
     return templates.TemplateResponse(request, "quiz/question.html", context)
 
 

@@ -186,7 +186,8 @@ def grade_free(
                    score=score)  # fmt: skip
 
 
-def _state_for(session: Session, user_id: int, item_id: str) -> ItemState | None:
+def state_for(session: Session, user_id: int, item_id: str) -> ItemState | None:
+    """The user's ItemState of the item; None for an item never answered."""
     return session.exec(
         select(ItemState).where(ItemState.user_id == user_id, ItemState.item_id == item_id)
     ).first()
@@ -257,7 +258,7 @@ def record_answer(
     now = now or datetime.now(UTC)
     item = question.item
     for attempt_number in range(2):
-        before = _state_for(session, user.id, item.id)
+        before = state_for(session, user.id, item.id)
         attempt = QuizAttempt(
             user_id=user.id,
             item_id=item.id,
@@ -280,6 +281,10 @@ def record_answer(
         )
         session.add(attempt)
         state = _apply_review(session, before, user.id, item.id, outcome.rating, now)
+        # Kept as written, not expired by the commit: the page shows the attempt, the state
+        # and the user, and reading each back would cost a query for values set here (the
+        # ids come with the inserts).
+        session.expire_on_commit = False
         try:
             session.commit()
         except IntegrityError:
@@ -288,8 +293,8 @@ def record_answer(
             if attempt_number:
                 raise
             continue
-        session.refresh(attempt)
-        session.refresh(state)
+        finally:
+            session.expire_on_commit = True
         return attempt, state
     raise AssertionError("unreachable")
 
@@ -348,7 +353,7 @@ def undo_answer(
     if session.exec(delete(QuizAttempt).where(col(QuizAttempt.id) == attempt_id)).rowcount != 1:
         session.rollback()
         raise CannotUndo(gone)
-    state = _state_for(session, user_id, item_id)
+    state = state_for(session, user_id, item_id)
     if _answered_since(session, user_id, answered_at, attempt_id):
         session.rollback()
         raise CannotUndo(Message(N_("only your latest answer can be undone")))
