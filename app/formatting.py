@@ -72,3 +72,9 @@ def latex_fraction(value: Fraction, command: str = r"\frac") -> str:
 def memory(n_bytes: float, unit: str = "GB", digits: int = 2) -> str:
     """Bytes in the unit the page shows: decimal GB (10^9) or binary GiB (2^30)."""
     return f"{n_bytes / MEMORY_UNITS[unit]:,.{digits}f} {unit}"
+
+
+def mastery_percent(fraction: float | None) -> str:
+    """Mastery (app.quiz.progress.mastery_of) as '62%'; '–' when no question has been answered.
+    A filter, not a macro: the progress page shows one for every card."""
+    return "–" if fraction is None else f"{round(100 * fraction)}%"

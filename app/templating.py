@@ -79,6 +79,7 @@ templates.env.filters.update(
     gb=formatting.gb,
     bytes_human=formatting.bytes_human,
     count_short=formatting.count_short,
+    mastery_percent=formatting.mastery_percent,
     input_value=formatting.input_value,
     quiz_markdown=markdown_html,
     quiz_inline=markdown_inline_html,

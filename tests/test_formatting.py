@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from app.formatting import input_value, latex_fraction, latex_int, latex_number
+from app.formatting import input_value, latex_fraction, latex_int, latex_number, mastery_percent
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,13 @@ def test_a_form_field_shows_a_number_as_typed() -> None:
     assert input_value(0.85) == "0.85"
     assert input_value(1e300) == "1e+300"  # beyond exact integers: left as Python says it
     assert input_value(None) == "" and input_value(8) == "8" and input_value("x") == "x"
+
+
+@pytest.mark.parametrize(
+    ("fraction", "expected"),
+    [(None, "–"), (0.0, "0%"), (0.624, "62%"), (0.626, "63%"), (1.0, "100%")],
+)
+def test_mastery_percent_rounds_and_says_when_nothing_was_answered(
+    fraction: float | None, expected: str
+) -> None:
+    assert mastery_percent(fraction) == expected
