@@ -4,7 +4,6 @@ should be on: the current question, or the report once the interview is over."""
 
 from __future__ import annotations
 
-import random
 import time
 from datetime import UTC, datetime
 
@@ -39,7 +38,7 @@ from app.quiz.mock import (
 from app.quiz.mock_report import report
 from app.quiz.models import MockInterview, QuizAttempt
 from app.quiz.review_queue import UnknownTopic, topic_cards, topics
-from app.quiz.service import Question, grade, record_answer
+from app.quiz.service import DRAWS, Question, grade, record_answer
 from app.route_guards import GuardedRoute
 from app.security import CurrentUser
 from app.templating import templates
@@ -70,7 +69,7 @@ def mock_start(
     try:
         card_ids = topic_cards(request.app.state.cards, settings.topic)
         mock = start_mock(session, user, request.app.state.quiz, card_ids, settings.questions,
-                          settings.minutes, random.Random(), settings.level,
+                          settings.minutes, DRAWS, settings.level,
                           settings.style)  # fmt: skip
     except (UnknownTopic, NotEnoughItems) as exc:
         return _start_page(request, 422, errors=[say(words_of(exc))])

@@ -7,7 +7,6 @@ Nothing here writes to the database."""
 
 from __future__ import annotations
 
-import random
 import time
 from urllib.parse import urlencode
 
@@ -87,7 +86,7 @@ def practice_page(
     ids = [item.id for item in items]
     item = items[(ids.index(after) + 1) % len(items)] if after in ids else items[0]
     lang = request_language(request)
-    question = draw_question(bank_of(request).in_language(item, lang), random.Random())
+    question = draw_question(bank_of(request).in_language(item, lang))
     context |= {"question": question, "shown_at": int(time.time() * 1000)}
     return templates.TemplateResponse(request, "quiz/practice.html", context)
 

@@ -3,7 +3,6 @@ interviews are routed from their own modules and included here."""
 
 from __future__ import annotations
 
-import random
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlencode
@@ -126,7 +125,7 @@ def quiz_page(
         context["results"] = review_results(session, user.id, bank, card_ids, titles)
         return templates.TemplateResponse(request, "quiz/question.html", context)
     item, reason = chosen
-    question = draw_question(bank.in_language(item, lang), random.Random())
+    question = draw_question(bank.in_language(item, lang))
     context |= {"question": question, "reason": reason, "shown_at": int(time.time() * 1000),
                 "card_title": card_title(request.app.state.cards, item.card, lang)}  # fmt: skip
     if item.kind == "flashcard":  # rated by the learner: each button says what it schedules

@@ -99,11 +99,16 @@ def question_for(
     order = []
     if isinstance(item, SingleChoiceItem | MultipleChoiceItem):
         order = list(range(len(item.options)))
-        (rng or random.Random()).shuffle(order)
+        (rng or DRAWS).shuffle(order)
     return Question(item, {}, item.prompt, option_order=order)
 
 
-def draw_question(item: QuizItem, rng: random.Random) -> Question:
+# One generator for the pages' draws: a new random.Random() seeds itself from the system's
+# entropy, a cost the question page paid on every view. Nothing here needs to be unguessable.
+DRAWS = random.Random()
+
+
+def draw_question(item: QuizItem, rng: random.Random = DRAWS) -> Question:
     inputs = None
     if isinstance(item, GeneratedItem):
         inputs = {name: rng.choice(values) for name, values in item.choices.items()}
