@@ -27,7 +27,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
-from app.errors import is_htmx
+from app.errors import BUSY_MESSAGE, database_busy, is_htmx
 from app.forms import parse_form, query_inputs
 from app.i18n import N_, gettext, say
 from app.live.demo_page import DemoPage
@@ -192,11 +192,13 @@ def add_demo_routes(page: DemoPage) -> None:
         queue = _queue(request)
         cost_s = estimated_cost_s(page.demo, params)
         await ensure_worker(request)
+        started = False
         try:
             async with queue.place(_owner(request), page.demo, cost_s) as entry:
                 async for ahead in queue.turns(entry):
                     queued = gettext("Queued: %(ahead)s run(s) ahead of this one…")
                     yield status_event(request, queued % {"ahead": ahead})
+                started = True
                 async for event in run_and_record(request, params, entry):
                     yield event
         except QueueBusy as exc:
@@ -210,6 +212,14 @@ def add_demo_routes(page: DemoPage) -> None:
             yield failure_event(request, lost_worker_message(request, None, str(exc)))
             yield status_event(request, gettext("Not started."))
             await restart_lost_worker(request, None, str(exc))
+        except Exception as exc:
+            # The stream has begun, so the 503 a busy database gets elsewhere cannot be sent:
+            # the page says so, and the stream ends as every stream does.
+            if not database_busy(exc):
+                raise
+            log.warning("%s demo: the database was too busy: %s", page.demo, exc)
+            yield failure_event(request, gettext(BUSY_MESSAGE))
+            yield status_event(request, gettext("Failed.") if started else gettext("Not started."))
         yield ServerSentEvent(event="done", data="done")
 
     async def run_and_record(

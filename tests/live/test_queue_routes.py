@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import anyio
 import httpx
 from fastapi.testclient import TestClient
-from sqlmodel import Session, select
+from sqlmodel import Session, create_engine, select
 
 from app.accounts.models import User
 from app.live.models import DemoRun
@@ -177,3 +177,33 @@ def test_the_admin_cancels_the_running_run_and_the_worker_goes_on(app_client: Te
         assert (run.status, run.message) == ("cancelled", "cancelled by the admin")
     again = visitor.get("/demos/all-reduce/stream", params=SMALL_RUN)
     assert "Finished." in again.text  # the worker took the next job
+
+
+def test_a_database_too_busy_while_a_run_waits_ends_its_stream_with_the_reason(
+    app_client: TestClient,
+) -> None:
+    """Found with 500 learners on four web processes: a waiting run's look at the line found
+    no pooled connection within the pool's timeout, after its stream had begun, so no 503
+    could be sent and the server logged an unhandled error. The stream now says the site is
+    busy, that the run did not start, and ends."""
+    queue: SharedQueue = app_client.app.state.demo_queue
+    visitor = browser_at(app_client, "192.0.2.61")
+    with worker_held(app_client):
+        stream = start_stream(visitor, SMALL_RUN)
+        wait_until(lambda: waiting(queue) == 1)
+        # The line's own engine swapped for a pool of one connection that waits 0.2 s, and
+        # that connection held: the run's next look at the line gives up.
+        store, engine = queue.store, queue.store.engine
+        sqlite = engine.url.get_backend_name() == "sqlite"
+        store.engine = create_engine(
+            engine.url, pool_size=1, max_overflow=0, pool_timeout=0.2,
+            connect_args={"check_same_thread": False} if sqlite else {},
+        )  # fmt: skip
+        try:
+            with store.engine.connect():
+                answer = stream()
+        finally:
+            store.engine = engine
+    assert answer.status_code == 200
+    assert "very busy" in answer.text and "Not started." in answer.text
+    assert answer.text.rstrip().endswith('event: done\ndata: "done"')
