@@ -218,9 +218,11 @@ def next_item(
         new_ids = new_ids[:new_left]
     candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
     if mode == "practice":
+        # Read after the schedule: an item whose state was deleted in between (its only
+        # answer undone in another tab) is left out of this choice rather than failing it.
         cards = _fsrs_cards_of(session, user_id)
         by_recall = sorted(
-            (s for s in states.values() if s.item_id not in due_ids),
+            (s for s in states.values() if s.item_id not in due_ids and s.item_id in cards),
             key=lambda s: (recall_probability(cards[s.item_id], now), s.due),
         )
         candidates += [(s.item_id, "practice") for s in by_recall]
