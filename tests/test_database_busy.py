@@ -12,7 +12,7 @@ from sqlmodel import create_engine
 
 from app.config import Settings
 from app.main import create_app
-from tests.utils import csrf_token, register
+from tests.utils import csrf_token, one_slow_connection, register
 
 
 def test_no_connection_in_time_is_a_503_to_come_back(settings: Settings) -> None:
@@ -22,11 +22,7 @@ def test_no_connection_in_time_is_a_503_to_come_back(settings: Settings) -> None
         assert client.get("/progress").status_code == 200
         # The same database behind a pool of one connection that waits 0.2 s, its one
         # connection held: every request that reads the database waits, then gives up.
-        url = app.state.engine.url
-        app.state.engine = create_engine(
-            url, pool_size=1, max_overflow=0, pool_timeout=0.2,
-            connect_args={"check_same_thread": False},
-        )  # fmt: skip
+        app.state.engine = one_slow_connection(app.state.engine.url)
         with app.state.engine.connect():
             page = client.get("/progress", headers={"accept": "text/html"})
             api = client.get("/cards/zero-stages", headers={"accept": "application/json"})

@@ -24,6 +24,8 @@ import uvicorn
 import yaml
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from sqlalchemy import URL, Engine
+from sqlmodel import create_engine
 
 from app.config import ROOT_DIR, Settings
 from tests.pg_server import require_server
@@ -42,6 +44,16 @@ def database_under_test() -> str:
     if kind not in ("sqlite", "postgresql"):
         raise ValueError(f"SHARDLAB_TEST_DATABASE={kind!r}: use sqlite or postgresql")
     return kind
+
+
+def one_slow_connection(url: URL) -> Engine:
+    """The database at `url` behind a pool of one connection that waits 0.2 s for it: hold
+    that connection and every read through this engine gives up, as a busy server's does."""
+    sqlite = url.get_backend_name() == "sqlite"
+    return create_engine(
+        url, pool_size=1, max_overflow=0, pool_timeout=0.2,
+        connect_args={"check_same_thread": False} if sqlite else {},
+    )  # fmt: skip
 
 
 def make_settings(data_dir: Path, *, migrated: bool = True, **overrides: object) -> Settings:

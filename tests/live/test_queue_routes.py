@@ -11,14 +11,14 @@ from contextlib import contextmanager
 import anyio
 import httpx
 from fastapi.testclient import TestClient
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from app.accounts.models import User
 from app.live.models import DemoRun
 from app.live.queue import SharedQueue
 from app.live.queue_rules import Owner, QueueEntry
 from tests.admin.test_admin_page import _make_admin
-from tests.utils import refresh_csrf, register
+from tests.utils import one_slow_connection, refresh_csrf, register
 
 SMALL_RUN = {"size_mib": 1, "iterations": 1}
 # About 4 s on two CPU ranks: long enough to be cancelled while it runs.
@@ -194,11 +194,7 @@ def test_a_database_too_busy_while_a_run_waits_ends_its_stream_with_the_reason(
         # The line's own engine swapped for a pool of one connection that waits 0.2 s, and
         # that connection held: the run's next look at the line gives up.
         store, engine = queue.store, queue.store.engine
-        sqlite = engine.url.get_backend_name() == "sqlite"
-        store.engine = create_engine(
-            engine.url, pool_size=1, max_overflow=0, pool_timeout=0.2,
-            connect_args={"check_same_thread": False} if sqlite else {},
-        )  # fmt: skip
+        store.engine = one_slow_connection(engine.url)
         try:
             with store.engine.connect():
                 answer = stream()
