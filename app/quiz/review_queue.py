@@ -145,23 +145,20 @@ def states_of(session: Session, user_id: int) -> list[ItemState]:
 
 class Scheduled(NamedTuple):
     """When one of the user's items is due: the two columns of its ItemState the queue and
-    the review's counts read."""
+    the review's counts read, and its FSRS card where practice asked for it (recall order)."""
 
     item_id: str
     due: datetime
+    fsrs_card: dict[str, Any] | None = None
 
 
-def schedule_of(session: Session, user_id: int) -> list[Scheduled]:
-    """When each item the user has answered is due. Without the FSRS cards: decoding a card's
-    JSON costs several times more than the rest of its row, and a review page reads every
-    item the learner has ever answered."""
-    statement = select(ItemState.item_id, ItemState.due).where(ItemState.user_id == user_id)
+def schedule_of(session: Session, user_id: int, with_cards: bool = False) -> list[Scheduled]:
+    """When each item the user has answered is due. The FSRS cards only `with_cards`:
+    decoding a card's JSON costs several times more than the rest of its row, a review page
+    reads every item the learner has ever answered, and only practice orders by recall."""
+    columns = (ItemState.item_id, ItemState.due) + ((ItemState.fsrs_card,) if with_cards else ())
+    statement = select(*columns).where(ItemState.user_id == user_id)
     return [Scheduled(*row) for row in session.exec(statement)]
-
-
-def _fsrs_cards_of(session: Session, user_id: int) -> dict[str, dict[str, Any]]:
-    statement = select(ItemState.item_id, ItemState.fsrs_card).where(ItemState.user_id == user_id)
-    return dict(session.exec(statement).all())
 
 
 _S = TypeVar("_S", Scheduled, ItemState)
@@ -202,12 +199,12 @@ def next_item(
     item with the lowest recall probability. `skip` (the item just answered) is served again
     only when it is the only one left. `new_left` is new_left_today's count where the caller
     has it already (a review page's progress bar needs it too), and `states_read` the user's
-    schedule_of and `suspended` their suspended items, likewise."""
+    schedule_of (with_cards, for practice) and `suspended` their suspended items, likewise."""
     now = now or datetime.now(UTC)
     items = askable_items(session, user_id, bank, card_ids, suspended)
     in_topic = {item.id for item in items}
     if states_read is None:
-        states_read = schedule_of(session, user_id)
+        states_read = schedule_of(session, user_id, with_cards=mode == "practice")
     states = {s.item_id: s for s in states_read if s.item_id in in_topic}
     due = sorted((s for s in states.values() if s.due <= now), key=lambda s: (s.due, s.item_id))
     due_ids = [s.item_id for s in due]
@@ -218,12 +215,9 @@ def next_item(
         new_ids = new_ids[:new_left]
     candidates = [(i, "due") for i in due_ids] + [(i, "new") for i in new_ids]
     if mode == "practice":
-        # Read after the schedule: an item whose state was deleted in between (its only
-        # answer undone in another tab) is left out of this choice rather than failing it.
-        cards = _fsrs_cards_of(session, user_id)
         by_recall = sorted(
-            (s for s in states.values() if s.item_id not in due_ids and s.item_id in cards),
-            key=lambda s: (recall_probability(cards[s.item_id], now), s.due),
+            (s for s in states.values() if s.item_id not in due_ids),
+            key=lambda s: (recall_probability(_read_card(s), now), s.due),
         )
         candidates += [(s.item_id, "practice") for s in by_recall]
     elif all(item_id == skip for item_id, _ in candidates):
@@ -236,6 +230,12 @@ def next_item(
         item_id, reason = candidates[0]
         return bank.get(item_id), reason  # type: ignore[return-value]
     return None
+
+
+def _read_card(state: Scheduled) -> dict[str, Any]:
+    if state.fsrs_card is None:
+        raise ValueError("practice orders by recall: read its schedule_of with_cards=True")
+    return state.fsrs_card
 
 
 def due_count(session: Session, user_id: int, item_ids: set[str], now: datetime) -> int:

@@ -117,7 +117,8 @@ def quiz_page(
     # The queue and the progress bar both cap new items by today's allowance and read the
     # user's item states and suspended items: read each once.
     new_left = new_left_today(session, user.id, now) if _mode(mode) == "review" else None
-    states, suspended = schedule_of(session, user.id), suspended_ids(session, user.id)
+    states = schedule_of(session, user.id, with_cards=_mode(mode) == "practice")
+    suspended = suspended_ids(session, user.id)
     chosen = next_item(session, user.id, bank, card_ids, _mode(mode), skip=skip[:100], now=now,
                        new_left=new_left, states_read=states, suspended=suspended)  # fmt: skip
     if chosen is None:

@@ -145,8 +145,10 @@ def test_one_user_cannot_see_another_users_progress(quiz_client: TestClient) -> 
     assert shown_item(quiz_client.get("/quiz").text) == "fx-single"  # new to bob
 
 
-def test_a_review_page_reads_the_users_item_states_once(quiz_client: TestClient) -> None:
-    # The queue and the progress bar both need them; the page used to read them twice.
+@pytest.mark.parametrize("mode", ["review", "practice"])
+def test_a_review_page_reads_the_users_item_states_once(quiz_client: TestClient, mode: str) -> None:
+    # The queue and the progress bar both need them, and practice its FSRS cards for the
+    # recall order: each page used to read them twice.
     from sqlalchemy import event
 
     register(quiz_client)
@@ -160,8 +162,13 @@ def test_a_review_page_reads_the_users_item_states_once(quiz_client: TestClient)
     engine = quiz_client.app.state.engine
     event.listen(engine, "before_cursor_execute", note)
     try:
-        page = quiz_client.get("/quiz")
+        page = quiz_client.get(f"/quiz?mode={mode}")
     finally:
         event.remove(engine, "before_cursor_execute", note)
-    assert 'id="review-progress" data-done="1" data-total="5"' in page.text
-    assert len(reads) == 1, reads
+    assert page.status_code == 200 and shown_item(page.text)
+    if mode == "review":
+        assert 'id="review-progress" data-done="1" data-total="5"' in page.text
+    # A flashcard reads its own state besides, for the intervals on its buttons.
+    whole = [s for s in reads if "itemstate.item_id = " not in s.replace("\n", " ")]
+    assert len(whole) == 1, reads
+    assert ("fsrs_card" in whole[0]) == (mode == "practice"), whole
