@@ -87,7 +87,7 @@ def _server(data_dir: Path) -> Iterator[str]:
     }
     command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
                "--host", "127.0.0.1", "--port", str(port), "--no-proxy-headers",
-               "--log-level", "warning"]  # fmt: skip
+               "--loop", "asyncio", "--log-level", "warning"]  # fmt: skip
     log = (data_dir.parent / "server.log").open("w")
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
     base = f"http://127.0.0.1:{port}"

@@ -465,6 +465,8 @@ def single_box(worker_ranks: int) -> Iterator[str]:
                     "--port",
                     str(port),
                     "--no-proxy-headers",
+                    "--loop",
+                    "asyncio",
                     "--log-level",
                     "warning",
                 ],

@@ -141,7 +141,8 @@ def main() -> int:
             "SHARDLAB_DEMO_QUEUE_MAX": str(args.queue),
         }
         command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app"]
-        command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--loop", "asyncio"]
+        command += ["--log-level", "warning"]
         server = subprocess.Popen(command, cwd=ROOT, env=env)
         base = f"http://127.0.0.1:{port}"
         try:

@@ -117,9 +117,11 @@ def _free_port() -> int:
 
 
 def uvicorn_command(factory: str, port: int, app_dir: str = ".") -> list[str]:
-    """The one uvicorn command both servers run with: one process, loopback, warnings only."""
+    """The one uvicorn command both servers run with: one process, loopback, warnings only,
+    and the event loop the app is served on (scripts/serve, the image)."""
     return [sys.executable, "-m", "uvicorn", "--factory", "--app-dir", app_dir, factory,
-            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+            "--loop", "asyncio"]  # fmt: skip
 
 
 @contextmanager

@@ -54,7 +54,8 @@ def start_server(
         **(env_overrides or {}),
     }
     command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
-               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+               "--host", "127.0.0.1", "--port", str(port), "--loop", "asyncio",
+               "--log-level", "warning"]  # fmt: skip
     server = subprocess.Popen(command, cwd=ROOT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
