@@ -11,7 +11,8 @@ Its rules are app/live/queue_rules.py's. Here, what a stream does with a place:
 - `until_cancelled` relays a running job's events until the admin's cancel, seen within a
   poll.
 
-Every database call runs in the thread pool, never on the event loop.
+Every database call runs off the event loop: a stream's own bookkeeping (its polls, its start
+and its leaving) on the line's threads, the rest in the thread pool.
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ from app.live.queue_store import STALE_AFTER_S, QueueStore
 # A waiter sees the line move, and a running job the admin's cancel, within this.
 POLL_S = 0.3
 HEARTBEAT_S = 2.0
+# Each is a few milliseconds of one indexed read or write, every POLL_S per stream.
+BOOKKEEPING_THREADS = 2
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +102,24 @@ class SharedQueue:
         )
         # One thread of the renewals' own, made on the first renewal.
         self._renewer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-line-renewer")
+        # The polls, starts and leavings of the runs this process streams, on threads of their
+        # own: in the thread pool they queued behind every page waiting there, seconds each on
+        # a saturated server, and a worker stayed taken until its run's leaving came through.
+        self._bookkeeper = ThreadPoolExecutor(
+            max_workers=BOOKKEEPING_THREADS, thread_name_prefix="demo-line"
+        )
         self._held: set[int] = set()  # ids of the entries this process holds
         self._heartbeats: asyncio.Task[None] | None = None
         self._finishing: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
-        """Lets the renewals' thread go (the app's shutdown)."""
+        """Lets the line's threads go (the app's shutdown)."""
         self._renewer.shutdown(wait=False, cancel_futures=True)
+        self._bookkeeper.shutdown(wait=False, cancel_futures=True)
+
+    async def _keep_books(self, change: Callable[..., R], *args: object) -> R:
+        call = functools.partial(change, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._bookkeeper, call)
 
     async def entries(self) -> list[QueueEntry]:
         """The running runs first, then the waiting ones in the order they will run."""
@@ -142,7 +157,7 @@ class SharedQueue:
         and none is busy, which would free up."""
         shown = None
         while True:
-            line, now = await run_in_threadpool(self.store.view, entry.id)
+            line, now = await self._keep_books(self.store.view, entry.id)
             if now is None:
                 raise QueueBusy(gettext("this run lost its place in the line; run it again"))
             if now.cancelled:
@@ -150,7 +165,7 @@ class SharedQueue:
                 raise QueueCancelled
             if may_start(line, entry.id, self.workers.addresses):
                 worker = await self.workers.choose(busy_workers(line))
-                if worker is not None and await run_in_threadpool(
+                if worker is not None and await self._keep_books(
                     self.store.start, entry.id, worker, self.workers.addresses
                 ):
                     entry.running, entry.worker = True, worker
@@ -187,15 +202,15 @@ class SharedQueue:
                 await asyncio.wait({following})  # so `events` is idle when the caller closes it
 
     async def _cancelled(self, entry: QueueEntry) -> None:
-        while not await run_in_threadpool(self.store.is_cancelled, entry.id):
+        while not await self._keep_books(self.store.is_cancelled, entry.id):
             await asyncio.sleep(self.poll_s)
         entry.cancelled = True
 
     async def _finish(self, change: Callable[[int], None], entry_id: int) -> None:
-        """`change(entry_id)` in the thread pool, carried to its end even if the caller is
+        """`change(entry_id)` on the line's threads, carried to its end even if the caller is
         cancelled meanwhile (a page closed mid-run): its own task, which the caller waits for
         unless it is cancelled again."""
-        task = asyncio.ensure_future(run_in_threadpool(change, entry_id))
+        task = asyncio.ensure_future(self._keep_books(change, entry_id))
         self._finishing.add(task)
         task.add_done_callback(self._finishing.discard)
         await asyncio.shield(task)

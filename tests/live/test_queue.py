@@ -5,8 +5,10 @@ shared line on a real database (app/live/queue.py)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 
+import anyio.to_thread
 import pytest
 from sqlalchemy import Engine
 
@@ -14,7 +16,7 @@ from app.live.job_cost import DEMO_COSTS, estimated_cost_s
 from app.live.queue import QueueCancelled, SharedQueue
 from app.live.queue_rules import Owner, QueueBusy, QueueEntry
 from demos.specs import DEMO_PARAMS
-from tests.live.line import TEST_POLL_S, FreeWorkers, wait_for
+from tests.live.line import TEST_POLL_S, WAIT_S, FreeWorkers, wait_for
 
 
 def owner(account: str, address: str = "192.0.2.1") -> Owner:
@@ -269,6 +271,47 @@ def test_a_waiter_that_leaves_gives_its_place_back(line_engine: Engine) -> None:
         await queue.check(owner("b", "B"), 1)
         release.set()
         await running
+
+    asyncio.run(scenario())
+
+
+def test_a_run_takes_its_turn_and_leaves_while_every_thread_of_the_pool_is_taken(
+    line_engine: Engine,
+) -> None:
+    """Issue #31: on a saturated server the pages wait seconds for the thread pool. A stream's
+    polls, its start and its leaving waited with them, and the worker stayed taken until its
+    run's leaving came through: they run on the line's own threads."""
+
+    async def scenario() -> None:
+        queue = line(line_engine, max_waiting=5)
+        joined, pool_taken = asyncio.Event(), asyncio.Event()
+
+        async def run_to_its_end() -> QueueEntry:
+            async with queue.place(owner("a"), "x", 1) as entry:  # a request: the pool's turn
+                joined.set()
+                await pool_taken.wait()
+                async for _ahead in queue.turns(entry):
+                    pass
+                return entry
+
+        stream = asyncio.create_task(run_to_its_end())
+        await joined.wait()
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        tokens, limiter.total_tokens = limiter.total_tokens, 1
+        release = threading.Event()
+        page = asyncio.create_task(anyio.to_thread.run_sync(release.wait))
+        try:
+            while limiter.borrowed_tokens < 1:  # the pool's one thread is the page's
+                await asyncio.sleep(0.01)
+            pool_taken.set()
+            finished, _ = await asyncio.wait({stream}, timeout=WAIT_S)
+            assert finished, "the run waited for the thread pool's one thread"
+            assert stream.result().running and queue.store.line() == []
+        finally:
+            release.set()
+            await page
+            limiter.total_tokens = tokens
+            await asyncio.gather(stream, return_exceptions=True)
 
     asyncio.run(scenario())
 
