@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 
 import pytest
@@ -12,6 +11,7 @@ from pydantic import AliasChoices
 from pydantic.fields import FieldInfo
 
 from app.config import ROOT_DIR, Settings
+from tests.utils import dockerfile_command
 
 PREFIX = "SHARDLAB_"
 
@@ -137,17 +137,17 @@ def test_the_cohort_runs_several_web_processes_as_the_image_runs_one() -> None:
     command = _compose("compose.cohort.yaml")["services"]["app"]["command"]
     assert command[:3] == ["uvicorn", "--factory", "app.main:create_app"]
     assert "--workers=${WEB_WORKERS:-4}" in command
-    image_cmd = re.search(r"^CMD (.+)$", (ROOT_DIR / "Dockerfile").read_text(), flags=re.M)
+    image = dockerfile_command()
     # Whatever else the image's own command says stays true with several processes.
     for flag in ("--no-proxy-headers", "--timeout-graceful-shutdown", "--loop"):
-        assert flag in image_cmd.group(1) and any(part.startswith(flag) for part in command)
+        assert flag in image and any(part.startswith(flag) for part in command)
 
 
 def test_one_process_runs_the_standard_event_loop_and_several_run_uvloop() -> None:
     # uvloop takes one waiting connection per turn of its loop: one process answering pages on
     # the loop made a burst of new connections wait turn after turn (p99 0.3-1 s), while
     # several processes sharing a port share the burst that way (docs/benchmarks.md).
-    image = json.loads(re.search(r"^CMD (\[.*\])$", (ROOT_DIR / "Dockerfile").read_text(), re.M)[1])
+    image = dockerfile_command()
     cohort = _compose("compose.cohort.yaml")["services"]["app"]["command"]
     serve = (ROOT_DIR / "scripts" / "serve").read_text()
     assert image[image.index("--loop") + 1] == "asyncio"

@@ -175,8 +175,13 @@ def serving(app: object, startup_s: float = 30, **config: object) -> Iterator[st
         thread.join(timeout=15)
 
 
+def dockerfile_command() -> list[str]:
+    """The image's CMD, as the Dockerfile writes it (an exec-form JSON list)."""
+    return json.loads(re.search(r"^CMD (\[.*\])$", (ROOT_DIR / "Dockerfile").read_text(), re.M)[1])
+
+
 def image_command(port: int) -> list[str]:
-    cmd = json.loads(re.search(r"^CMD (\[.*\])$", (ROOT_DIR / "Dockerfile").read_text(), re.M)[1])
+    cmd = dockerfile_command()
     assert cmd[0] == "uvicorn"
     cmd[cmd.index("--host") + 1], cmd[cmd.index("--port") + 1] = "127.0.0.1", str(port)
     return [sys.executable, "-m", *cmd]
