@@ -5,7 +5,7 @@ parts from them (app/journey/parts.py); a visitor's visits are not kept."""
 from __future__ import annotations
 
 from fastapi import Request
-from sqlalchemy import Engine
+from sqlalchemy import Engine, bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -17,6 +17,12 @@ from app.security import SESSION_USER_KEY
 # database nothing. Visits are never deleted, so what is here stays true; another process that
 # has not seen one asks the database, as this one did.
 _KEPT: LruCache[bool] = LruCache(max_entries=100_000, max_size=100_000)
+
+
+# Built once: the first view of each page by each learner in each process runs it.
+_SEEN = select(CardVisit.id).where(
+    CardVisit.user_id == bindparam("user_id"), CardVisit.page == bindparam("page")
+)
 
 
 def record_visit(request: Request) -> None:
@@ -44,8 +50,8 @@ def visit_is_kept(request: Request) -> bool:
 
 def _keep(engine: Engine, user_id: int, page: str) -> bool:
     with Session(engine) as session:
-        seen = select(CardVisit.id).where(CardVisit.user_id == user_id, CardVisit.page == page)
-        if session.exec(seen).first() is not None:
+        seen = session.exec(_SEEN, params={"user_id": user_id, "page": page}).first()
+        if seen is not None:
             return True  # only the first visit is kept: a page read again writes nothing
         session.add(CardVisit(user_id=user_id, page=page))
         try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import NamedTuple
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from app.cards.service import CardLibrary
@@ -255,6 +256,14 @@ def _today_start(now: datetime) -> datetime:
     return datetime(now.year, now.month, now.day, tzinfo=UTC)
 
 
+# Built once: every question page and answer runs it (app/quiz/review_queue.py says why).
+_ANSWERS_SINCE = select(QuizAttempt.item_id, QuizAttempt.correct, QuizAttempt.duration_ms).where(
+    QuizAttempt.user_id == bindparam("user_id"),
+    col(QuizAttempt.created_at) >= bindparam("start"),
+    col(QuizAttempt.mock_id).is_(None),
+)
+
+
 class _AnswerToday(NamedTuple):
     item_id: str
     correct: bool
@@ -267,12 +276,9 @@ def _attempts_today(
     """Today's (UTC) answers to these items, outside mock interviews: the three columns the
     review's counts and results read, not whole rows (a row's JSON columns cost more to read
     than the rest of a review page)."""
-    statement = select(QuizAttempt.item_id, QuizAttempt.correct, QuizAttempt.duration_ms).where(
-        QuizAttempt.user_id == user_id,
-        col(QuizAttempt.created_at) >= _today_start(now),
-        col(QuizAttempt.mock_id).is_(None),
-    )
-    return [_AnswerToday(*a) for a in session.exec(statement) if a.item_id in item_ids]
+    params = {"user_id": user_id, "start": _today_start(now)}
+    return [_AnswerToday(*a) for a in session.exec(_ANSWERS_SINCE, params=params)
+            if a.item_id in item_ids]  # fmt: skip
 
 
 def review_count(

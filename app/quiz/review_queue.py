@@ -19,7 +19,7 @@ from datetime import UTC, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
 from sqlmodel import Session, col, select
 
 from app.calc.messages import N_, Message
@@ -32,6 +32,53 @@ from app.quiz.scheduling import recall_probability
 Mode = Literal["review", "practice"]
 NEW_PER_DAY = 20
 LEARN_AHEAD = timedelta(minutes=20)  # Anki's default learn ahead limit
+
+# The review's reads are built once, here, and given their values when run: every question
+# page and answer runs five of them, and building a statement anew (its clauses, then its
+# cache key) cost about twice as much as running it did (docs/benchmarks.md, "The review's
+# statements built once").
+_FIRST_ANSWERED = (
+    select(QuizAttempt.item_id)
+    .where(QuizAttempt.user_id == bindparam("user_id"))
+    .group_by(QuizAttempt.item_id)
+    .having(func.min(QuizAttempt.created_at) >= bindparam("start"))
+    .subquery()
+)
+_NEW_PER_DAY_AND_FIRST_ANSWERED = select(
+    func.coalesce(
+        select(ReviewSettings.new_per_day)
+        .where(ReviewSettings.user_id == bindparam("user_id"))
+        .scalar_subquery(),
+        NEW_PER_DAY,
+    ),
+    select(func.count()).select_from(_FIRST_ANSWERED).scalar_subquery(),
+)
+_SUSPENDED = select(ItemMark.item_id).where(
+    ItemMark.user_id == bindparam("user_id"), col(ItemMark.suspended).is_(True)
+)
+_SCHEDULE = select(ItemState.item_id, ItemState.due).where(
+    ItemState.user_id == bindparam("user_id")
+)
+_SCHEDULE_WITH_CARDS = select(ItemState.item_id, ItemState.due, ItemState.fsrs_card).where(
+    ItemState.user_id == bindparam("user_id")
+)
+# The answers to the items due back within a window, oldest first. The window rather than a
+# list of item ids: one statement whatever the number of items (an IN list of n ids is a
+# statement of its own for each n, compiled and prepared anew).
+_ANSWERS_DUE_BACK = (
+    select(QuizAttempt.item_id, QuizAttempt.correct)
+    .join(
+        ItemState,
+        (col(ItemState.user_id) == col(QuizAttempt.user_id))
+        & (col(ItemState.item_id) == col(QuizAttempt.item_id)),
+    )
+    .where(
+        QuizAttempt.user_id == bindparam("user_id"),
+        col(ItemState.due) > bindparam("after"),
+        col(ItemState.due) <= bindparam("until"),
+    )
+    .order_by(col(QuizAttempt.created_at), col(QuizAttempt.id))
+)
 
 
 def new_per_day_of(session: Session, user_id: int) -> int:
@@ -56,19 +103,8 @@ def new_left_today(session: Session, user_id: int, now: datetime) -> int:
     the items first answered today (UTC), in any mode. One statement: every review page and
     answer asks."""
     start = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
-    first_answers = (
-        select(QuizAttempt.item_id)
-        .where(QuizAttempt.user_id == user_id)
-        .group_by(QuizAttempt.item_id)
-        .having(func.min(QuizAttempt.created_at) >= start)
-        .subquery()
-    )
-    setting = select(ReviewSettings.new_per_day).where(ReviewSettings.user_id == user_id)
     per_day, first_today = session.exec(
-        select(
-            func.coalesce(setting.scalar_subquery(), NEW_PER_DAY),
-            select(func.count()).select_from(first_answers).scalar_subquery(),
-        )
+        _NEW_PER_DAY_AND_FIRST_ANSWERED, params={"user_id": user_id, "start": start}
     ).one()
     return max(0, per_day - first_today)
 
@@ -119,10 +155,7 @@ def topics(cards: CardLibrary, bank: QuestionBank, lang: str = "en") -> TopicOpt
 
 def suspended_ids(session: Session, user_id: int) -> set[str]:
     """The items the user suspended in the card browser (app/quiz/browser.py)."""
-    statement = select(ItemMark.item_id).where(
-        ItemMark.user_id == user_id, col(ItemMark.suspended).is_(True)
-    )
-    return set(session.exec(statement))
+    return set(session.exec(_SUSPENDED, params={"user_id": user_id}))
 
 
 def askable_items(
@@ -156,9 +189,8 @@ def schedule_of(session: Session, user_id: int, with_cards: bool = False) -> lis
     """When each item the user has answered is due. The FSRS cards only `with_cards`:
     decoding a card's JSON costs several times more than the rest of its row, a review page
     reads every item the learner has ever answered, and only practice orders by recall."""
-    columns = (ItemState.item_id, ItemState.due) + ((ItemState.fsrs_card,) if with_cards else ())
-    statement = select(*columns).where(ItemState.user_id == user_id)
-    return [Scheduled(*row) for row in session.exec(statement)]
+    statement = _SCHEDULE_WITH_CARDS if with_cards else _SCHEDULE
+    return [Scheduled(*row) for row in session.exec(statement, params={"user_id": user_id})]
 
 
 _S = TypeVar("_S", Scheduled, ItemState)
@@ -171,12 +203,11 @@ def coming_back(session: Session, user_id: int, states: Iterable[_S], now: datet
     soon = {s.item_id: s for s in states if now < s.due <= now + LEARN_AHEAD}
     if not soon:
         return []
-    answers = (
-        select(QuizAttempt.item_id, QuizAttempt.correct)
-        .where(QuizAttempt.user_id == user_id, col(QuizAttempt.item_id).in_(list(soon)))
-        .order_by(col(QuizAttempt.created_at), col(QuizAttempt.id))
-    )
-    latest_right = dict(session.exec(answers).all())  # later answers overwrite earlier ones
+    window = {"user_id": user_id, "after": now, "until": now + LEARN_AHEAD}
+    answers = session.exec(_ANSWERS_DUE_BACK, params=window)
+    # Later answers overwrite earlier ones; an item outside `states` (another topic) is not
+    # asked about.
+    latest_right = {item_id: right for item_id, right in answers if item_id in soon}
     wrong = [s for item_id, s in soon.items() if latest_right.get(item_id) is False]
     return sorted(wrong, key=lambda s: (s.due, s.item_id))
 

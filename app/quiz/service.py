@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fsrs import Card, Rating
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, bindparam, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
@@ -191,11 +191,15 @@ def grade_free(
                    score=score)  # fmt: skip
 
 
+# Built once: every answer and every flashcard's question page reads a state.
+_STATE = select(ItemState).where(
+    ItemState.user_id == bindparam("user_id"), ItemState.item_id == bindparam("item_id")
+)
+
+
 def state_for(session: Session, user_id: int, item_id: str) -> ItemState | None:
     """The user's ItemState of the item; None for an item never answered."""
-    return session.exec(
-        select(ItemState).where(ItemState.user_id == user_id, ItemState.item_id == item_id)
-    ).first()
+    return session.exec(_STATE, params={"user_id": user_id, "item_id": item_id}).first()
 
 
 def fsrs_card_of(state: ItemState | None, user_id: int, item_id: str, now: datetime) -> Card:

@@ -77,6 +77,41 @@ def test_a_topic_counts_only_its_own_items(quiz_client: TestClient) -> None:
     assert bar(page) == (0, 2, "0 due, 2 new to go")
 
 
+def test_answers_coming_back_count_in_their_own_topic_and_take_the_same_statements(
+    quiz_client: TestClient,
+) -> None:
+    # A review page's reads are the same statements whatever the learner has answered (one
+    # item coming back or two): a statement whose text grew with the items, as an IN list of
+    # their ids did, was compiled and prepared anew for each count.
+    from sqlalchemy import event
+
+    register(quiz_client)
+    engine = quiz_client.app.state.engine
+
+    def statements_of(path: str) -> tuple[str, set[str]]:
+        seen: set[str] = set()
+
+        def note(conn, cursor, statement: str, *args: object) -> None:  # noqa: ANN001
+            seen.add(statement)
+
+        event.listen(engine, "before_cursor_execute", note)
+        try:
+            page = quiz_client.get(path).text
+        finally:
+            event.remove(engine, "before_cursor_execute", note)
+        return page, seen
+
+    answer_after(quiz_client, "fx-single", 5, option="1")  # wrong: back within minutes
+    page, one_back = statements_of("/quiz")
+    assert bar(page) == (1, 6, "1 due, 4 new to go")
+    answer_after(quiz_client, "fx-multiple", 5, option="0")  # wrong, another card's topic
+    page, two_back = statements_of("/quiz")
+    assert bar(page) == (2, 7, "2 due, 3 new to go")
+    assert one_back == two_back
+    # Only the topic's own item comes back in the topic's review.
+    assert bar(quiz_client.get("/quiz?topic=memory-anatomy").text) == (1, 3, "1 due, 1 new to go")
+
+
 def test_the_results_page_gives_score_time_and_what_to_review_next(
     quiz_client: TestClient,
 ) -> None:
