@@ -3,10 +3,11 @@ process's threads), migrations at start-up, and the session dependency."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from alembic import command
 from alembic.config import Config
 from fastapi import Depends, Request
@@ -21,11 +22,14 @@ from app.config import ROOT_DIR, database_kind
 # counts them to refuse while the app runs (app/admin/pg_backup.py).
 APPLICATION_NAME = "shardlab"
 
-# Each web process keeps up to POOL_SIZE connections open and opens up to POOL_OVERFLOW more
-# under a burst, besides the one holding its app lock (app/admin/pg_backup.py): 4 processes
-# use at most 64 of PostgreSQL's default 100, leaving room for the admin CLI and backups.
-POOL_SIZE = 5
-POOL_OVERFLOW = 10
+# Each web process keeps up to POOL_SIZE connections open, besides the one holding its app
+# lock (app/admin/pg_backup.py): 4 processes use at most 64 of PostgreSQL's default 100,
+# leaving room for the admin CLI and backups. None beyond them: SQLAlchemy closes one given
+# back while pool_size others wait idle, and under a cohort's load (5 kept, 10 more allowed)
+# the processes opened 4.6 a second, each a new server process on PostgreSQL's side and a
+# password exchange (SCRAM) on both (docs/benchmarks.md, "Connections kept").
+POOL_SIZE = 15
+POOL_OVERFLOW = 0
 
 # The advisory lock migrations take on PostgreSQL (migrations/env.py): any bigint, the same
 # in every process; these are the bytes of "SHRD".
@@ -106,9 +110,17 @@ def migrate(database: str | Path) -> None:
     command.upgrade(alembic_config(url), "head")
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    with Session(request.app.state.engine) as session:
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """The route's session. Made on the loop: a Session connects only when first used, in the
+    route's thread; a sync dependency would cost a thread of its own to enter. Closed in a
+    thread (closing returns its connection, a rollback on PostgreSQL), under a limiter of its
+    own, as FastAPI closes a sync one: the shared one's threads may all be waiting for a
+    connection that only this close gives back."""
+    session = Session(request.app.state.engine)
+    try:
         yield session
+    finally:
+        await anyio.to_thread.run_sync(session.close, limiter=anyio.CapacityLimiter(1))
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -278,7 +278,9 @@ class LoginRequired(Exception):
         self.next_path = next_path
 
 
-def current_user(request: Request, user: Annotated[User | None, Depends(optional_user)]) -> User:
+async def current_user(
+    request: Request, user: Annotated[User | None, Depends(optional_user)]
+) -> User:
     if user is None:
         # The query too: /quiz?mode=practice&topic=... must come back as that step's questions.
         query = request.url.query
@@ -286,7 +288,7 @@ def current_user(request: Request, user: Annotated[User | None, Depends(optional
     return user
 
 
-def current_api_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+async def current_api_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
     if user is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "log in first")
     return user
@@ -296,7 +298,7 @@ OptionalUser = Annotated[User | None, Depends(optional_user)]
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
-def current_session_id(request: Request, user: CurrentUser) -> int:
+async def current_session_id(request: Request, user: CurrentUser) -> int:
     """The id of the signed-in request's own session row (optional_user noted it)."""
     return request.state.user_session_id
 
