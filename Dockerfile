@@ -50,4 +50,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
 # --no-proxy-headers: the app reads X-Forwarded-For/-Proto itself, from the proxies in
 # SHARDLAB_TRUSTED_PROXIES only (app/proxy_headers.py); uvicorn's own reading, on by default,
 # would rewrite the client first from its FORWARDED_ALLOW_IPS.
-CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--loop", "asyncio"]
+CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--loop", "asyncio", "--timeout-keep-alive", "75"]
