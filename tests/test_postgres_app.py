@@ -86,6 +86,39 @@ def test_the_app_s_connections_name_themselves(postgres: PostgresServer, tmp_pat
     assert names and {name for (name,) in names} == {APPLICATION_NAME}
 
 
+def test_connections_given_back_stay_open_for_the_next_requests(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    # A burst of requests each holding a connection, twice: the second opens none. Connections
+    # past pool_size used to be closed as they were given back, and opened again by the next
+    # burst, each a new server process and a password exchange.
+    settings = _pg_settings(postgres, tmp_path / "data")
+    database = settings.database_url.rsplit("/", 1)[1]
+    engine = make_engine(settings.database_url)
+
+    def burst() -> None:
+        held = [engine.connect() for _ in range(12)]
+        for conn in held:
+            conn.execute(text("SELECT 1"))
+        for conn in held:
+            conn.close()
+
+    def server_processes() -> set[int]:
+        with postgres.connect() as conn:
+            rows = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)
+            ).fetchall()
+        return {pid for (pid,) in rows}
+
+    try:
+        burst()
+        kept = server_processes()
+        burst()
+        assert len(kept) == 12 and server_processes() == kept
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("key", [2**31, -(2**31) - 1, 2**63])
 def test_an_id_past_4_bytes_is_no_row_on_postgresql(
     postgres: PostgresServer, tmp_path: Path, key: int
