@@ -115,12 +115,14 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     route's thread; a sync dependency would cost a thread of its own to enter. Closed in a
     thread (closing returns its connection, a rollback on PostgreSQL), under a limiter of its
     own, as FastAPI closes a sync one: the shared one's threads may all be waiting for a
-    connection that only this close gives back."""
+    connection that only this close gives back. Shielded, as there too: a request cancelled
+    (its client gone) still gives its connection back."""
     session = Session(request.app.state.engine)
     try:
         yield session
     finally:
-        await anyio.to_thread.run_sync(session.close, limiter=anyio.CapacityLimiter(1))
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(session.close, limiter=anyio.CapacityLimiter(1))
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
