@@ -35,7 +35,7 @@ LEARN_AHEAD = timedelta(minutes=20)  # Anki's default learn ahead limit
 
 # The review's reads are built once, here, and given their values when run: every question
 # page and answer runs five of them, and building a statement anew (its clauses, then its
-# cache key) cost about twice as much as running it did (docs/benchmarks.md, "The review's
+# cache key) cost more than twice what running it did (docs/benchmarks.md, "The review's
 # statements built once").
 _FIRST_ANSWERED = (
     select(QuizAttempt.item_id)
