@@ -278,9 +278,7 @@ class LoginRequired(Exception):
         self.next_path = next_path
 
 
-async def current_user(
-    request: Request, user: Annotated[User | None, Depends(optional_user)]
-) -> User:
+async def current_user(request: Request, user: OptionalUser) -> User:
     if user is None:
         # The query too: /quiz?mode=practice&topic=... must come back as that step's questions.
         query = request.url.query
@@ -288,7 +286,7 @@ async def current_user(
     return user
 
 
-async def current_api_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+async def current_api_user(user: OptionalUser) -> User:
     if user is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "log in first")
     return user
