@@ -155,6 +155,17 @@ def test_one_process_runs_the_standard_event_loop_and_several_run_uvloop() -> No
     assert "--loop=uvloop" in cohort
 
 
+def test_every_deployment_keeps_an_idle_connection_75_s() -> None:
+    # A learner's pause between pages is longer than uvicorn's default 5 s: the image's own
+    # server is asked twice on one connection in tests/test_kept_connections.py.
+    image = dockerfile_command()
+    cohort = _compose("compose.cohort.yaml")["services"]["app"]["command"]
+    serve = (ROOT_DIR / "scripts" / "serve").read_text()
+    assert image[image.index("--timeout-keep-alive") + 1] == "75"
+    assert "--timeout-keep-alive=75" in cohort
+    assert re.search(r"--timeout-keep-alive 75\b", serve)
+
+
 def test_the_cohort_and_the_single_box_can_share_a_host() -> None:
     def subnet(file: str) -> ipaddress.IPv4Network:
         (ipam,) = _compose(file)["networks"]["default"]["ipam"]["config"]

@@ -5,12 +5,10 @@ one (docs/architecture.md, "Connections kept")."""
 from __future__ import annotations
 
 import http.client
-import re
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.config import ROOT_DIR
 from tests.utils import deployed_server
 
 UVICORN_DEFAULT_S = 5
@@ -35,10 +33,3 @@ def test_the_image_answers_on_the_same_connection_after_a_pause(tmp_path: Path) 
             assert conn.sock.getsockname() == used
         finally:
             conn.close()
-
-
-def test_the_cohort_and_scripts_serve_keep_connections_as_the_image_does() -> None:
-    cohort = (ROOT_DIR / "compose.cohort.yaml").read_text()
-    serve = (ROOT_DIR / "scripts" / "serve").read_text()
-    assert re.search(r"^\s+- --timeout-keep-alive=75$", cohort, re.M)
-    assert re.search(r"--timeout-keep-alive 75\b", serve)

@@ -59,9 +59,7 @@ _SUSPENDED = select(ItemMark.item_id).where(
 _SCHEDULE = select(ItemState.item_id, ItemState.due).where(
     ItemState.user_id == bindparam("user_id")
 )
-_SCHEDULE_WITH_CARDS = select(ItemState.item_id, ItemState.due, ItemState.fsrs_card).where(
-    ItemState.user_id == bindparam("user_id")
-)
+_SCHEDULE_WITH_CARDS = _SCHEDULE.add_columns(ItemState.fsrs_card)
 # The answers to the items due back within a window, oldest first. The window rather than a
 # list of item ids: one statement whatever the number of items (an IN list of n ids is a
 # statement of its own for each n, compiled and prepared anew).
