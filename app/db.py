@@ -3,6 +3,7 @@ process's threads), migrations at start-up, and the session dependency."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -13,6 +14,8 @@ from alembic.config import Config
 from fastapi import Depends, Request
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.pool import SingletonThreadPool
 from sqlmodel import Session, create_engine
 
@@ -42,15 +45,7 @@ SQLITE_POOL_OVERFLOW = 10
 
 def make_engine(url: str) -> Engine:
     if database_kind(url) == "postgresql":
-        return create_engine(
-            url,
-            # A connection the server closed (a restart, an idle timeout) is replaced before
-            # a request gets it, not discovered by the request as an error.
-            pool_pre_ping=True,
-            pool_size=POOL_SIZE,
-            max_overflow=POOL_OVERFLOW,
-            connect_args={"application_name": APPLICATION_NAME},
-        )
+        return _postgres_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
     # As many connections as the thread pool has threads (AnyIO's default, 40) and a few for
     # the event loop's own reads: SQLAlchemy's default of 5 + 10 had threads queue for one.
     return _sqlite_engine(url, pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW)
@@ -80,13 +75,33 @@ def engine_beside(engine: Engine) -> Engine:
     one in all, for the heartbeats' one thread. Disposed by whoever made it."""
     if engine.dialect.name == "sqlite":
         return _sqlite_engine(engine.url, poolclass=SingletonThreadPool)
-    return create_engine(
-        engine.url,
-        pool_pre_ping=True,
-        pool_size=1,
-        max_overflow=0,
-        connect_args={"application_name": APPLICATION_NAME},
-    )
+    return _postgres_engine(engine.url, pool_size=1, max_overflow=0)
+
+
+def _postgres_engine(url: str | URL, **pool: Any) -> Engine:  # noqa: ANN401 - create_engine's
+    engine = create_engine(url, connect_args={"application_name": APPLICATION_NAME}, **pool)
+
+    @event.listens_for(engine, "checkout")
+    def _replace_if_ended(dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001 - DBAPI objects
+        """A connection the server has ended (a restart, pg_terminate_backend, an idle
+        timeout) is replaced before a request gets it, not found by the request as an error.
+        The server says so on the socket as it ends one (an error message, then the close), and
+        an idle connection has nothing else to read: one poll of the socket tells, where
+        SQLAlchemy's pool_pre_ping sends a statement and waits for the answer, a round trip
+        on every checkout (two a signed-in page) for what is almost never the case. The pool
+        connects anew when this raises (pool/base.py, _ConnectionFairy._checkout)."""
+        if dbapi_conn.closed or _has_input(dbapi_conn.fileno()):
+            raise DisconnectionError("the server ended this connection")
+
+    return engine
+
+
+def _has_input(fd: int) -> bool:
+    """Whether the socket `fd` has something to read (or is closed), without waiting. poll,
+    not select: select cannot take a descriptor past 1023, which a busy process reaches."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def alembic_config(url: str) -> Config:
@@ -110,19 +125,79 @@ def migrate(database: str | Path) -> None:
     command.upgrade(alembic_config(url), "head")
 
 
+class RequestSession(Session):
+    """A session that answers a request. A transaction that only read ends with COMMIT, when
+    the session closes after its work succeeded (a `with` block left without an exception, a
+    route that answered): for a read the same as ROLLBACK, but psycopg forgets every statement
+    it has prepared on a connection at each ROLLBACK (and sends DEALLOCATE ALL), so no
+    statement reached its fifth run and was prepared, and PostgreSQL parsed and planned each
+    one anew on every page (docs/benchmarks.md). A transaction that wrote (an ORM statement
+    other than a SELECT, or a flush) and was left uncommitted, an object changed and not
+    flushed, work that failed: rolled back, as closing always did."""
+
+    def __exit__(self, type_: object, value: object, traceback: object) -> None:
+        if type_ is None:
+            self.end_read()
+        super().__exit__(type_, value, traceback)
+
+    def end_read(self) -> None:
+        """COMMIT the transaction if it only read and nothing is left to flush; the objects it
+        loaded keep their values, as after a close."""
+        if not self.in_transaction() or self.info.get(_WROTE):
+            return
+        if self.new or self.dirty or self.deleted:
+            return
+        expire, self.expire_on_commit = self.expire_on_commit, False
+        try:
+            self.commit()
+        finally:
+            self.expire_on_commit = expire
+
+
+# In session.info: a write since the transaction began (since the last commit or rollback).
+_WROTE = "shardlab.wrote"
+
+
+@event.listens_for(RequestSession, "do_orm_execute")
+def _note_statement(state: ORMExecuteState) -> None:
+    if not state.is_select:  # an insert, update or delete, or text() that may be either
+        state.session.info[_WROTE] = True
+
+
+@event.listens_for(RequestSession, "after_flush")
+def _note_flush(session: Session, _context: object) -> None:
+    session.info[_WROTE] = True
+
+
+@event.listens_for(RequestSession, "after_commit")
+@event.listens_for(RequestSession, "after_rollback")
+def _note_end(session: Session) -> None:
+    session.info[_WROTE] = False
+
+
+def _end(session: RequestSession, succeeded: bool) -> None:
+    if succeeded:
+        session.end_read()
+    session.close()
+
+
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """The route's session. Made on the loop: a Session connects only when first used, in the
-    route's thread; a sync dependency would cost a thread of its own to enter. Closed in a
-    thread (closing returns its connection, a rollback on PostgreSQL), under a limiter of its
-    own, as FastAPI closes a sync one: the shared one's threads may all be waiting for a
-    connection that only this close gives back. Shielded, as there too: a request cancelled
-    (its client gone) still gives its connection back."""
-    session = Session(request.app.state.engine)
+    route's thread; a sync dependency would cost a thread of its own to enter. Closed (as
+    RequestSession says) in a thread, under a limiter of its own, as FastAPI closes a sync
+    one: the shared one's threads may all be waiting for a connection that only this gives
+    back. Shielded, as there too: a request cancelled (its client gone) still gives its
+    connection back."""
+    session = RequestSession(request.app.state.engine)
+    succeeded = False
     try:
         yield session
+        succeeded = True
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(session.close, limiter=anyio.CapacityLimiter(1))
+            await anyio.to_thread.run_sync(
+                _end, session, succeeded, limiter=anyio.CapacityLimiter(1)
+            )
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -88,6 +88,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # under it (app/page_cache.py OWN_PAGES).
         app.state.run = secrets.token_hex(8)
         app.state.engine_beside = engine_beside(app.state.engine)
+        # The same pool, each statement its own transaction: for a lone read (the session
+        # check, app/security.py), which then sends no BEGIN and no ROLLBACK.
+        app.state.engine_autocommit = app.state.engine.execution_options(
+            isolation_level="AUTOCOMMIT"
+        )
         # In the database, so every web process counts against the same windows.
         app.state.limits = limits_for(
             app.state.engine,

@@ -120,9 +120,10 @@ async def checked_user(request: Request) -> User | None:
     user's language, and RequestGuard's ask (app/route_guards.py) then reads nothing.
 
     On SQLite the lookup runs on the event loop: one read by a unique index of a local file
-    in WAL mode, which a writer never blocks, costs less than the round trip to the thread
-    pool that every signed-in request paid (a third of a signed-in card page's time under
-    load, docs/benchmarks.md). PostgreSQL's is a network round trip: the thread pool."""
+    in WAL mode, which a writer never blocks, costs less than a hop to the thread pool (a
+    third of a signed-in card page's time under load, docs/benchmarks.md). PostgreSQL's is a
+    network round trip: the thread pool, outside a transaction (app/main.py
+    engine_autocommit), one round trip where BEGIN and ROLLBACK around it made three."""
     if not isinstance(request.session.get(SESSION_USER_KEY), int):
         return None  # anonymous: nothing to check, and no thread or database needed
     state = request.state
@@ -141,7 +142,7 @@ async def checked_user(request: Request) -> User | None:
         # shared pool's, which the thread pool's requests hold, would stop the whole loop.
         found = _checked_on_sqlite(request, app.engine_beside)
     else:
-        found = await run_in_threadpool(check, app.engine)
+        found = await run_in_threadpool(check, app.engine_autocommit)
     if found is None:
         _forget_user(request)
     # The page header shows this user's name (app/templating.py), the language is the user's

@@ -5,6 +5,7 @@ learner's answers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,103 @@ def test_a_nul_in_a_log_in_form_is_refused_and_one_in_an_import_is_kept_as_ufffd
         assert response.status_code == 200, response.text[-2000:]
         (kept,) = client.get("/progress/export").json()["attempts"]
         assert kept["prompt"] == "How many bytes?\ufffd"
+
+
+def _statements_sent(
+    postgres: PostgresServer, database: str, action: Callable[[], object]
+) -> list[str]:
+    """The statements `database`'s connections sent the server while `action` ran, from the
+    server's own log (log_statement set for that database alone; the pass runs one test at a
+    time), each as its first line: `execute <unnamed>: SELECT ...`, `statement: BEGIN ...`."""
+    with postgres.connect() as conn:
+        conn.autocommit = True
+        conn.execute(f"ALTER DATABASE \"{database}\" SET log_statement = 'all'")
+    start = postgres.log.stat().st_size
+    action()
+    with postgres.log.open(errors="replace") as log:
+        log.seek(start)
+        lines = log.read().splitlines()
+    return [line.split("LOG:  ", 1)[1] for line in lines if "LOG:  " in line]
+
+
+def test_a_signed_in_page_costs_the_server_one_statement_for_its_session_check(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """A card page reads nothing but the session: one SELECT, sent alone. SQLAlchemy's
+    pool_pre_ping sent `;` before it, and a transaction put BEGIN and ROLLBACK around it: four
+    round trips for one read (app/db.py, app/security.py checked_user)."""
+    settings = _pg_settings(postgres, tmp_path / "data")
+    database = settings.database_url.rsplit("/", 1)[1]
+    # The app's connections log their statements from their start: the setting is read then.
+    _statements_sent(postgres, database, lambda: None)
+    with TestClient(create_app(settings)) as client:
+        register(client)
+        assert client.get("/cards/zero-stages").status_code == 200  # the page kept from now
+        sent = _statements_sent(postgres, database, lambda: client.get("/cards/zero-stages"))
+    assert len(sent) == 1, sent
+    assert sent[0].startswith('execute <unnamed>: SELECT "user".id'), sent
+    assert "usersession.token_sha256" in sent[0], sent
+
+
+def test_a_connection_the_server_ended_is_replaced_before_a_request_gets_it(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """The server ends every pooled connection (as a restart does); the next requests, each
+    taking one of them, are answered, not 500s."""
+    settings = _pg_settings(postgres, tmp_path / "data")
+    database = settings.database_url.rsplit("/", 1)[1]
+    with TestClient(create_app(settings)) as client:
+        register(client)
+        for _ in range(3):
+            assert client.get("/quiz").status_code == 200
+        with postgres.connect() as conn:
+            conn.autocommit = True
+            # All but the app's lock, an advisory lock held on a connection of its own.
+            ended = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+                " AND application_name = %s AND pid NOT IN"
+                " (SELECT pid FROM pg_locks WHERE locktype = 'advisory')",
+                (database, APPLICATION_NAME),
+            ).fetchall()
+        assert ended and all(ok for (ok,) in ended)
+        for _ in range(5):
+            assert client.get("/quiz").status_code == 200
+            assert client.get("/progress").status_code == 200
+
+
+def test_a_connection_taken_from_the_pool_costs_the_server_nothing(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    settings = _pg_settings(postgres, tmp_path / "data")
+    database = settings.database_url.rsplit("/", 1)[1]
+    _statements_sent(postgres, database, lambda: None)  # before the engine connects
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        sent = _statements_sent(postgres, database, lambda: engine.connect().close())
+        assert sent == []
+    finally:
+        engine.dispose()
+
+
+def test_a_page_s_statements_are_prepared_once_it_has_been_asked_a_few_times(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """psycopg prepares a statement on its fifth run on a connection, and forgets every one it
+    prepared at each ROLLBACK: a read that ended with ROLLBACK, as every page's did, meant none
+    was ever prepared, and PostgreSQL parsed and planned each anew (app/db.py RequestSession)."""
+    settings = _pg_settings(postgres, tmp_path / "data")
+    database = settings.database_url.rsplit("/", 1)[1]
+    _statements_sent(postgres, database, lambda: None)  # before the app connects
+    with TestClient(create_app(settings)) as client:
+        register(client)
+        for _ in range(6):
+            assert client.get("/quiz").status_code == 200
+        sent = _statements_sent(postgres, database, lambda: client.get("/quiz"))
+    runs = [s for s in sent if s.startswith("execute")]
+    assert len(runs) >= 4 and all(s.startswith("execute _pg3_") for s in runs), sent
+    assert [s for s in sent if not s.startswith("execute")] == [
+        "statement: BEGIN ISOLATION LEVEL READ COMMITTED",
+        "statement: COMMIT",
+    ]

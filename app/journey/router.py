@@ -16,11 +16,10 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.cards.router import CALCULATOR_PAGES, DEMO_PAGES
-from app.db import SessionDep
+from app.db import RequestSession, SessionDep
 from app.forms import SubmittedForm, parse_form
 from app.i18n import gettext
 from app.journey.parts import parts_done
@@ -79,7 +78,7 @@ async def home(request: Request) -> HTMLResponse:
 def _home(request: Request) -> HTMLResponse:
     state, lang = request.app.state, request_language(request)
     now = datetime.now(UTC)
-    with Session(state.engine) as session:  # not SessionDep: the module says why
+    with RequestSession(state.engine) as session:  # not SessionDep: the module says why
         user = optional_user(request, session)
         if user is not None:
             assert user.id is not None

@@ -7,8 +7,9 @@ from __future__ import annotations
 from fastapi import Request
 from sqlalchemy import Engine, bindparam
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import select
 
+from app.db import RequestSession
 from app.journey.models import CardVisit
 from app.page_cache import LruCache
 from app.security import SESSION_USER_KEY
@@ -49,7 +50,7 @@ def visit_is_kept(request: Request) -> bool:
 
 
 def _keep(engine: Engine, user_id: int, page: str) -> bool:
-    with Session(engine) as session:
+    with RequestSession(engine) as session:
         seen = session.exec(_SEEN, params={"user_id": user_id, "page": page}).first()
         if seen is not None:
             return True  # only the first visit is kept: a page read again writes nothing
