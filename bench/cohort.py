@@ -9,8 +9,9 @@ every learner's progress export is read back and each acknowledged answer looked
 an answer the app said it kept and did not is a lost answer.
 
 Prints, per kind of request: count, errors, refusals (429, or 503 with Retry-After: the
-app's own back-pressure), p50, p99 and max; the p99 over every page; and the answers sent,
-acknowledged, stored and lost.
+app's own back-pressure), p50, p99 and max; the p99 over every page, and whether the slow
+pages came together (a stall) or spread over the day (a queue); and the answers sent,
+acknowledged, stored and lost. --timeline writes every request to a CSV file.
 
 Target: --base-url, say the cohort compose (docs/self-hosting.md, "Cohort mode"); without it
 the single-box default is started here, as bench/load.py does: one uvicorn process, a
@@ -97,9 +98,14 @@ class Tally:
     errors: Counter = field(default_factory=Counter)
     refused: Counter = field(default_factory=Counter)
     samples: dict[str, str] = field(default_factory=dict)  # one example of each failure
+    # Every request: when it was sent (seconds into the day), its kind, seconds, outcome.
+    began: float = field(default_factory=time.perf_counter)
+    timeline: list[tuple[float, str, float, str]] = field(default_factory=list)
 
     def record(self, kind: str, seconds: float, outcome: str, detail: str = "") -> None:
         self.latencies_s[kind].append(seconds)
+        sent = time.perf_counter() - seconds - self.began
+        self.timeline.append((sent, kind, seconds, outcome))
         if outcome == "error":
             self.errors[kind] += 1
             self.samples.setdefault(f"{kind}: {detail[:60]}", detail[:300])
@@ -363,7 +369,7 @@ async def bench(args: argparse.Namespace, base_url: str) -> int:
         f"{len(cards)} cards; running for {args.seconds:g} s"
     )
     tally = Tally()
-    began = time.perf_counter()
+    began = tally.began = time.perf_counter()
     day = Day(cards, args.demo_share, args.think_s, began + args.seconds)
 
     async def learner_day(learner: Learner) -> None:
@@ -388,6 +394,11 @@ async def bench(args: argparse.Namespace, base_url: str) -> int:
     for learner in learners:
         await learner.client.aclose()
     report(tally, elapsed, stored)
+    if args.timeline:
+        with Path(args.timeline).open("w") as out:
+            out.write("sent_s,kind,ms,outcome\n")
+            for sent, kind, seconds, outcome in tally.timeline:
+                out.write(f"{sent:.3f},{kind},{1000 * seconds:.1f},{outcome}\n")
     failed = sum(tally.errors.values())
     lost = sum(_lost(learner, kept) for learner, kept in stored)
     return 1 if failed or lost else 0
@@ -422,6 +433,7 @@ def report(tally: Tally, elapsed_s: float, stored: list[tuple[Learner, Counter]]
             f"every page: p50 {_percentile_ms(pages, 0.5):.1f} ms, "
             f"p99 {_percentile_ms(pages, 0.99):.1f} ms"
         )
+        print(_when_slow(tally))
     print(f"errors: {sum(tally.errors.values())}, refused: {sum(tally.refused.values())}")
     for sample in list(tally.samples.values())[:8]:
         print(f"  e.g. {sample}")
@@ -435,6 +447,21 @@ def report(tally: Tally, elapsed_s: float, stored: list[tuple[Learner, Counter]]
     )
     # This process only (the single box's server is another), its set-up included.
     print(f"the bench's own CPU: {time.process_time():.1f} s")
+
+
+def _when_slow(tally: Tally, slow_s: float = 0.3, window_s: float = 10.0) -> str:
+    """Whether the slow pages came together (a stall: every request waits at once) or spread
+    over the day (a queue that is long throughout): how many of the day's windows hold them."""
+    sent = [t for t, kind, s, _ in tally.timeline if kind not in NOT_PAGES and s > slow_s]
+    if not sent:
+        return f"no page took over {1000 * slow_s:.0f} ms"
+    windows = Counter(int(t // window_s) for t in sent)
+    in_day = max(1, int(max(t for t, *_ in tally.timeline) // window_s) + 1)
+    top = ", ".join(f"{w * window_s:.0f} s: {n}" for w, n in windows.most_common(3))
+    return (
+        f"pages over {1000 * slow_s:.0f} ms: {len(sent)}, in {len(windows)} of the day's {in_day} "
+        f"{window_s:.0f}-s windows; the most in one: {top}"
+    )
 
 
 def _free_port() -> int:
@@ -531,6 +558,11 @@ def main() -> int:
         default=KEEP_ALIVE_S,
         help="how long a learner keeps an idle connection, seconds; below the target's own "
         f"keep-alive ({KEEP_ALIVE_S:g})",
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="CSV",
+        help="write every request to this file: when it was sent, its kind, ms and outcome",
     )
     args = parser.parse_args()
     if args.base_url:
