@@ -136,9 +136,11 @@ class RequestSession(Session):
     flushed, work that failed: rolled back, as closing always did."""
 
     def __exit__(self, type_: object, value: object, traceback: object) -> None:
-        if type_ is None:
-            self.end_read()
-        super().__exit__(type_, value, traceback)
+        try:
+            if type_ is None:
+                self.end_read()
+        finally:
+            super().__exit__(type_, value, traceback)
 
     def end_read(self) -> None:
         """COMMIT the transaction if it only read and nothing is left to flush; the objects it
@@ -176,9 +178,11 @@ def _note_end(session: Session) -> None:
 
 
 def _end(session: RequestSession, succeeded: bool) -> None:
-    if succeeded:
-        session.end_read()
-    session.close()
+    try:
+        if succeeded:
+            session.end_read()
+    finally:
+        session.close()  # the connection goes back even if that COMMIT failed
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:

@@ -126,3 +126,13 @@ def test_a_route_that_failed_rolls_back_its_read(engine: Engine, endings: list[s
     anyio.run(route, True)
     anyio.run(route, False)
     assert endings == ["rollback", "commit"]
+
+
+def test_a_commit_that_fails_still_gives_the_connection_back(engine: Engine) -> None:
+    def refuse(_session: object) -> None:
+        raise RuntimeError("the server went away")
+
+    with pytest.raises(RuntimeError), RequestSession(engine) as session:
+        event.listen(session, "before_commit", refuse)
+        session.exec(select(User)).all()  # type: ignore[call-overload]
+    assert engine.pool.checkedout() == 0
