@@ -144,8 +144,10 @@ def test_the_admin_of_one_process_stops_a_run_another_process_holds(
                 return entry.cancelled
 
         task = asyncio.create_task(run())
-        await wait_for(admin, 1, running=1)
+        await wait_for(admin, 1, running=1, alongside=task)
         while not received:
+            if task.done():  # failed, or ended without an event: say so rather than wait on
+                raise AssertionError(f"the run ended before its first event: {task.result()!r}")
             await asyncio.sleep(0.01)
         (entry,) = await admin.entries()
         assert (await admin.cancel(entry.id)).cancelled
