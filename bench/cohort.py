@@ -94,7 +94,6 @@ def _calculator_request(rng: random.Random) -> tuple[str, str, dict[str, object]
 class Tally:
     """Latencies and outcomes per kind of request, for the whole run."""
 
-    latencies_s: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: Counter = field(default_factory=Counter)
     refused: Counter = field(default_factory=Counter)
     samples: dict[str, str] = field(default_factory=dict)  # one example of each failure
@@ -103,7 +102,6 @@ class Tally:
     timeline: list[tuple[float, str, float, str]] = field(default_factory=list)
 
     def record(self, kind: str, seconds: float, outcome: str, detail: str = "") -> None:
-        self.latencies_s[kind].append(seconds)
         sent = time.perf_counter() - seconds - self.began
         self.timeline.append((sent, kind, seconds, outcome))
         if outcome == "error":
@@ -112,6 +110,13 @@ class Tally:
         elif outcome == "refused":
             self.refused[kind] += 1
             self.samples.setdefault(f"{kind} refused: {detail[:60]}", detail[:300])
+
+    def latencies_s(self) -> dict[str, list[float]]:
+        """Each kind's latencies, from the timeline."""
+        by_kind: dict[str, list[float]] = defaultdict(list)
+        for _sent, kind, seconds, _outcome in self.timeline:
+            by_kind[kind].append(seconds)
+        return by_kind
 
 
 def _outcome(response: httpx.Response) -> str:
@@ -369,7 +374,7 @@ async def bench(args: argparse.Namespace, base_url: str) -> int:
         f"{len(cards)} cards; running for {args.seconds:g} s"
     )
     tally = Tally()
-    began = tally.began = time.perf_counter()
+    began = tally.began
     day = Day(cards, args.demo_share, args.think_s, began + args.seconds)
 
     async def learner_day(learner: Learner) -> None:
@@ -414,20 +419,21 @@ def _percentile_ms(values: list[float], fraction: float) -> float:
 
 
 def report(tally: Tally, elapsed_s: float, stored: list[tuple[Learner, Counter]]) -> None:
-    total = sum(len(v) for v in tally.latencies_s.values())
+    latencies = tally.latencies_s()
+    total = len(tally.timeline)
     print(f"{total} requests in {elapsed_s:.0f} s ({total / elapsed_s:.1f}/s)")
     print(
         f"{'kind':<22}{'requests':>9}{'errors':>8}{'refused':>9}{'p50 ms':>9}{'p99 ms':>9}"
         f"{'max ms':>9}"
     )
-    for kind in sorted(tally.latencies_s):
-        values = tally.latencies_s[kind]
+    for kind in sorted(latencies):
+        values = latencies[kind]
         print(
             f"{kind:<22}{len(values):>9}{tally.errors[kind]:>8}{tally.refused[kind]:>9}"
             f"{_percentile_ms(values, 0.5):>9.1f}{_percentile_ms(values, 0.99):>9.1f}"
             f"{1000 * max(values):>9.1f}"
         )
-    pages = [s for kind, v in tally.latencies_s.items() if kind not in NOT_PAGES for s in v]
+    pages = [s for kind, v in latencies.items() if kind not in NOT_PAGES for s in v]
     if pages:
         print(
             f"every page: p50 {_percentile_ms(pages, 0.5):.1f} ms, "
