@@ -13,7 +13,12 @@ ranks it spawns re-import the module that defines their function.
    the mean over timed iterations after warm-up, as stas00's mamf-finder.py defines its
    "maximum achievable matmul FLOPS" (ml-engineering, compute/accelerator/benchmarks).
 2. HBM: dst.copy_(src) of 1 GiB on the GPU (64 MiB on CPU); each copy moves 2 x its size
-   (read + write).
+   (read + write). Then two memory-bound kernels counted as the planner counts them
+   (app/calc/planner/work.py): a norm (F.layer_norm over the last dimension) moves 2 values per
+   element, a residual add (torch.add into a third tensor) 3, on T x h = 16,384 x 8,192 values
+   (4,096 x 4,096 on CPU, as large as the copy) of the GEMMs' type. They are not written into
+   the profile: they show which bandwidth the profile's hbm_efficiency should multiply
+   (bench/gpu_report.py sets each beside what the planner predicts for it).
 3. NCCL all_reduce of fp32 tensors with one process per GPU (torch.multiprocessing, spawn),
    messages of 1 MiB to 1 GiB, time = the slowest rank's mean: algbw = size / time and busbw =
    algbw x 2(n-1)/n, as nccl-tests defines them (doc/PERFORMANCE.md). The large-message busbw
@@ -86,6 +91,9 @@ QUICK_GEMMS = {
     "cpu": ((256, 256, 256), (512, 512, 512), (1024, 1024, 1024)),
 }
 COPY_MIB = {"cuda": 1024, "cpu": 64}
+# T tokens x h values through a norm and a residual add: 256 MiB in bf16 (64 MiB in fp32 on
+# CPU), beyond any cache.
+MEMORY_BOUND_SHAPE = {"cuda": (16384, 8192), "cpu": (4096, 4096)}
 QUICK_COPY_MIB = {"cuda": 256, "cpu": 64}
 # Warm-up and (at most) timed iterations per measurement; fewer GEMM iterations where the
 # shape's share of --max-seconds would not hold them (at least MIN_ITERATIONS).
@@ -263,6 +271,49 @@ def copy_bandwidth(size_bytes: int, device: torch.device, warmup: int, most: int
     dst = torch.empty_like(src)
     iterations, seconds = measure(lambda: dst.copy_(src), device, warmup, most, math.inf)
     return Copy(size_bytes, iterations, seconds)
+
+
+@dataclass(frozen=True)
+class MemoryBound:
+    """One memory-bound kernel over `elements` values, moving `values_moved` values of
+    `value_bytes` per element (read + written) as app/calc/planner/work.py counts it."""
+
+    kernel: str
+    elements: int
+    values_moved: int
+    value_bytes: int
+    iterations: int
+    seconds: float  # mean per kernel
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.values_moved * self.elements * self.value_bytes
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes_moved / self.seconds
+
+
+def memory_bound_kernels(
+    shape: tuple[int, int], dtype: torch.dtype, device: torch.device, warmup: int, most: int
+) -> list[MemoryBound]:
+    """A norm and a residual add over a tokens x hidden tensor, timed as the GEMMs are."""
+    tokens, hidden = shape
+    x = torch.randn(tokens, hidden, dtype=dtype, device=device)
+    y = torch.randn_like(x)
+    out = torch.empty_like(x)
+    weight = torch.ones(hidden, dtype=dtype, device=device)
+    bias = torch.zeros(hidden, dtype=dtype, device=device)
+    value_bytes = x.element_size()
+    kernels = (
+        ("layer_norm", 2, lambda: torch.nn.functional.layer_norm(x, (hidden,), weight, bias)),
+        ("residual add", 3, lambda: torch.add(x, y, out=out)),
+    )
+    rows = []
+    for kernel, values_moved, fn in kernels:
+        iterations, seconds = measure(fn, device, warmup, most, math.inf)
+        rows.append(MemoryBound(kernel, x.numel(), values_moved, value_bytes, iterations, seconds))
+    return rows
 
 
 def free_port() -> int:
@@ -479,6 +530,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{copy.bytes_per_s / 1e9:.1f} GB/s"
     )
 
+    shape = MEMORY_BOUND_SHAPE[kind]
+    kernels = memory_bound_kernels(shape, DTYPES[dtype_name], device, warmup, most)
+    print(f"memory-bound kernels over {shape[0]:,} x {shape[1]:,} {dtype_name} values:")
+    for row in kernels:
+        print(
+            f"  {row.kernel}: {row.values_moved} values moved per element, {row.iterations} "
+            f"iterations: {row.seconds * 1e3:.3f} ms, {row.bytes_per_s / 1e9:.1f} GB/s "
+            f"({row.bytes_per_s / copy.bytes_per_s:.3f} of the copy's)"
+        )
+
     links = link_sweep(args, kind, gpus, args.max_seconds - (time.monotonic() - started))
     print(f"\n{links.said}" + (f"\n{links.note}" if links.note else ""))
 
@@ -505,6 +566,10 @@ def main(argv: list[str] | None = None) -> int:
             "gemms": [asdict(row) | {"flops_per_s": row.flops_per_s} for row in gemms],
             "gemms_skipped": skipped,
             "copy": asdict(copy) | {"bytes_per_s": copy.bytes_per_s},
+            "memory_bound": [
+                asdict(row) | {"bytes_moved": row.bytes_moved, "bytes_per_s": row.bytes_per_s}
+                for row in kernels
+            ],
             "all_reduces": [asdict(r) | {"algbw": r.algbw, "busbw": r.busbw} for r in links.rows],
             "nccl": links.said, "link": args.link, "profile": json.loads(profile.to_json()),
         }  # fmt: skip

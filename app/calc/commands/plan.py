@@ -81,8 +81,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for i, row in enumerate(result["ranked"][:ROWS], 1):
         print(
             f"{i:>3}{'*' if row['pareto'] else ' '} {_layout(row['layout'])}"
-            f"{row['memory_bytes'] / 1e9:>8.2f}{row['step_time_s']:>9.3f}"
-            f"{100 * row['mfu']:>7.1f}{row['days']:>8.1f}"
+            # A space before each figure keeps the columns apart however wide one grows (a
+            # slow measured profile's step takes hours).
+            f" {row['memory_bytes'] / 1e9:>7.2f} {row['step_time_s']:>8.3f}"
+            f" {100 * row['mfu']:>6.1f} {row['days']:>7.1f}"
         )
     if len(result["ranked"]) > ROWS:
         print(f"    ... {len(result['ranked']) - ROWS} more: see --json")

@@ -95,6 +95,7 @@ from app.calc.planner.request import (
     Layout,
     PlanRequest,
     cluster,
+    mamf_efficiency,
     plan_request,
     resolve_model,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "StepTime",
     "WhyNot",
     "cluster",
+    "mamf_efficiency",
     "evaluate",
     "placement",
     "plan",

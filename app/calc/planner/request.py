@@ -23,6 +23,12 @@ MAMF_SOURCE = (
 MAMF_EFFICIENCY: dict[str, float] = {"a100-80gb-sxm": 267.9 / 312, "h100-sxm": 792.1 / 989}
 DEFAULT_MATMUL_EFFICIENCY = 0.80  # H100 SXM's 80.1%, rounded, where none is measured
 
+
+def mamf_efficiency(slug: str) -> float:
+    """The matmul ceiling over the dense peak the planner assumes for an accelerator preset."""
+    return MAMF_EFFICIENCY.get(slug, DEFAULT_MATMUL_EFFICIENCY)
+
+
 PLACEMENT_ORDER = ("tp", "cp", "ep", "dp", "pp")
 PLACEMENT_SOURCE = (
     "Megatron-Core parallel_state.initialize_model_parallel(order='tp-cp-ep-dp-pp'): "
@@ -157,7 +163,7 @@ class PlanRequest:
     def efficiency(self) -> float:
         if self.matmul_efficiency is not None:
             return self.matmul_efficiency
-        return MAMF_EFFICIENCY.get(self.cluster.accelerator.slug, DEFAULT_MATMUL_EFFICIENCY)
+        return mamf_efficiency(self.cluster.accelerator.slug)
 
 
 def plan_request(
