@@ -136,11 +136,16 @@ class RequestSession(Session):
     flushed, work that failed: rolled back, as closing always did."""
 
     def __exit__(self, type_: object, value: object, traceback: object) -> None:
+        self.finish(succeeded=type_ is None)
+
+    def finish(self, succeeded: bool) -> None:
+        """End the work: its read committed if it succeeded, then closed; the connection goes
+        back even if that COMMIT failed."""
         try:
-            if type_ is None:
+            if succeeded:
                 self.end_read()
         finally:
-            super().__exit__(type_, value, traceback)
+            self.close()
 
     def end_read(self) -> None:
         """COMMIT the transaction if it only read and nothing is left to flush; the objects it
@@ -177,14 +182,6 @@ def _note_end(session: Session) -> None:
     session.info[_WROTE] = False
 
 
-def _end(session: RequestSession, succeeded: bool) -> None:
-    try:
-        if succeeded:
-            session.end_read()
-    finally:
-        session.close()  # the connection goes back even if that COMMIT failed
-
-
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """The route's session. Made on the loop: a Session connects only when first used, in the
     route's thread; a sync dependency would cost a thread of its own to enter. Closed (as
@@ -200,7 +197,7 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(
-                _end, session, succeeded, limiter=anyio.CapacityLimiter(1)
+                session.finish, succeeded, limiter=anyio.CapacityLimiter(1)
             )
 
 
